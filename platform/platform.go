@@ -1,0 +1,81 @@
+// Package platform is the seam between the sentry's kernel and the CPU: it
+// runs guest code in an address space and reports, as an Event, why the guest
+// stopped. Implementations (platform/systrap today) live in sub-packages; the
+// kernel sees only these interfaces and never imports an implementation.
+package platform
+
+import "github.com/moat-sandbox/moat/sentry/arch"
+
+// Prot is a page protection, with Linux's PROT_* bit values.
+type Prot uint32
+
+// Protection bits.
+const (
+	ProtRead  Prot = 1
+	ProtWrite Prot = 2
+	ProtExec  Prot = 4
+)
+
+// Platform creates address spaces for guest processes.
+type Platform interface {
+	// NewAddressSpace returns an empty address space.
+	NewAddressSpace() (AddressSpace, error)
+	// MaxUserAddress is the end of the range a guest may map.
+	MaxUserAddress() uintptr
+}
+
+// AddressSpace is one guest address space. Changes are applied before any
+// context of the address space next runs guest code.
+type AddressSpace interface {
+	// MapFile maps [off, off+length) of the memory file at addr.
+	MapFile(addr uintptr, off uint64, length uintptr, prot Prot) error
+	// Unmap removes the mappings in [addr, addr+length).
+	Unmap(addr, length uintptr) error
+	// Protect changes the protection of mappings in [addr, addr+length).
+	Protect(addr, length uintptr, prot Prot) error
+	// NewContext returns a new thread of execution in this address space.
+	NewContext() (Context, error)
+	// Release destroys the address space and every context in it.
+	Release()
+}
+
+// Context runs one guest thread.
+type Context interface {
+	// Switch loads regs, runs guest code until the next event, and stores
+	// the guest's registers back into regs.
+	Switch(regs *arch.Registers) (Event, error)
+	// Interrupt makes a running or next Switch return EventInterrupt soon.
+	// It may be called from any goroutine.
+	Interrupt()
+	// Release ends the thread.
+	Release()
+}
+
+// EventKind says why Switch returned.
+type EventKind int
+
+// Event kinds.
+const (
+	// EventSyscall: the guest made a system call; regs.OrigRax is its number.
+	EventSyscall EventKind = iota
+	// EventFault: a fault the kernel must handle or turn into a signal.
+	EventFault
+	// EventInterrupt: Interrupt was called.
+	EventInterrupt
+)
+
+// Event describes why the guest stopped.
+type Event struct {
+	Kind EventKind
+	// For EventFault: the host signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+	// SIGTRAP), its si_code and address, and for SIGSEGV the access that
+	// faulted.
+	Signo  int32
+	Code   int32
+	Addr   uintptr
+	Access Prot
+	// Trapno is the CPU exception vector (e.g. 14 for a page fault).
+	Trapno uint64
+	// ErrorCode is the CPU's error code for the exception.
+	ErrorCode uint64
+}

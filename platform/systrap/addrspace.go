@@ -1,0 +1,79 @@
+package systrap
+
+import (
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/platform"
+)
+
+// addressSpace is a guest address space: one stub process. Changes queue up
+// and go to the stub's syscall thread in one request, before the next guest
+// code of this address space runs.
+type addressSpace struct {
+	p    *Platform
+	stub *stubProcess
+
+	mu      sync.Mutex
+	pending []op
+	err     error // the first failure of a flushed change
+}
+
+var _ platform.AddressSpace = (*addressSpace)(nil)
+
+// queue adds a change of [o.args[0], o.args[0]+o.args[1]). The range is
+// checked here too, though the kernel checks it first: a stub must never be
+// asked to touch its own region.
+func (as *addressSpace) queue(o op) error {
+	if end := o.args[0] + o.args[1]; end < o.args[0] || end > MaxGuestAddr {
+		return unix.EINVAL
+	}
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	as.pending = append(as.pending, o)
+	if len(as.pending) == maxOps {
+		return as.flushLocked()
+	}
+	return nil
+}
+
+// flush applies queued changes.
+func (as *addressSpace) flush() error {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	return as.flushLocked()
+}
+
+func (as *addressSpace) flushLocked() error {
+	if len(as.pending) == 0 {
+		return as.err
+	}
+	_, err := as.stub.call(as.pending...)
+	as.pending = as.pending[:0]
+	if err != nil && as.err == nil {
+		as.err = err
+	}
+	return as.err
+}
+
+// MapFile implements platform.AddressSpace.
+func (as *addressSpace) MapFile(addr uintptr, off uint64, length uintptr, prot platform.Prot) error {
+	return as.queue(op{nr: unix.SYS_MMAP, args: [6]uint64{
+		uint64(addr), uint64(length), uint64(prot), unix.MAP_SHARED | unix.MAP_FIXED, uint64(as.p.memFD), off}})
+}
+
+// Unmap implements platform.AddressSpace.
+func (as *addressSpace) Unmap(addr, length uintptr) error {
+	return as.queue(op{nr: unix.SYS_MUNMAP, args: [6]uint64{uint64(addr), uint64(length)}})
+}
+
+// Protect implements platform.AddressSpace.
+func (as *addressSpace) Protect(addr, length uintptr, prot platform.Prot) error {
+	return as.queue(op{nr: unix.SYS_MPROTECT, args: [6]uint64{uint64(addr), uint64(length), uint64(prot)}})
+}
+
+// Release implements platform.AddressSpace.
+func (as *addressSpace) Release() {
+	as.stub.destroy()
+}

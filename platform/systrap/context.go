@@ -1,0 +1,217 @@
+package systrap
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/platform"
+	"github.com/moat-sandbox/moat/sentry/arch"
+)
+
+// threadContext is one guest thread, running on its own stub thread. Its
+// slot holds the state word of the hand-off and the signal stack on which
+// the kernel saves the guest's registers at every trap.
+type threadContext struct {
+	as     *addressSpace
+	stub   *stubProcess
+	index  int    // slot index in the stub
+	unit   uint64 // control-file offset of the slot
+	tid    int
+	fs, gs uint64 // FS and GS bases the stub thread has now
+}
+
+var _ platform.Context = (*threadContext)(nil)
+
+// Linux's ucontext and siginfo layouts on x86-64.
+const (
+	ucMcontext     = 40
+	ucSize         = 936 // sizeof(struct ucontext) incl. the signal mask
+	mcErr          = ucMcontext + 19*8
+	mcTrapno       = ucMcontext + 20*8
+	siCode         = 8
+	siAddr         = 16
+	siSyscall      = 24
+	siSize         = 128
+	sysSeccomp     = 1 // si_code of a seccomp SIGSYS
+	pfWrite        = 1 << 1
+	pfInstruction  = 1 << 4
+	cloneThreadFlg = unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND |
+		unix.CLONE_THREAD | unix.CLONE_SYSVSEM | unix.CLONE_CHILD_SETTID | unix.CLONE_CHILD_CLEARTID
+)
+
+func (c *threadContext) slotVA() uint64 { return slotsVA + uint64(c.index)*slotSize }
+
+// word returns the sentry's pointer to the 32-bit word at offset off of the
+// slot's state page.
+func (c *threadContext) word(off uint64) *uint32 { return c.stub.p.ctl.u32(c.unit + off) }
+
+// NewContext implements platform.AddressSpace: it starts a stub thread and
+// waits until it parks in the handler.
+func (as *addressSpace) NewContext() (platform.Context, error) {
+	s := as.stub
+	p := s.p
+	unit, err := p.ctl.allocUnit()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	index := -1
+	for i := 0; i < maxThreads; i++ {
+		if s.threads[i] == nil {
+			index = i
+			break
+		}
+	}
+	if index < 0 {
+		s.mu.Unlock()
+		p.ctl.freeUnit(unit)
+		return nil, unix.EAGAIN
+	}
+	c := &threadContext{as: as, stub: s, index: index, unit: unit}
+	s.threads[index] = c
+	s.mu.Unlock()
+
+	va := c.slotVA()
+	ctl := p.ctl
+	// The thread's signal stack: a stack_t in the state page.
+	*ctl.u64(unit + tsAltStack) = va + altStackOff
+	*ctl.u32(unit + tsAltStack + 8) = 0
+	*ctl.u64(unit + tsAltStack + 16) = slotSize - altStackOff
+
+	if err := as.flush(); err != nil {
+		c.forget()
+		return nil, err
+	}
+	tid, err := s.call(
+		op{nr: unix.SYS_MMAP, args: [6]uint64{va, slotSize, unix.PROT_READ | unix.PROT_WRITE,
+			unix.MAP_SHARED | unix.MAP_FIXED, uint64(ctl.fd), unit}},
+		op{kind: opCloneThread, args: [6]uint64{cloneThreadFlg, va + slotSize, 0, va + tsTID, 0, va}},
+	)
+	if err != nil {
+		c.forget()
+		return nil, fmt.Errorf("systrap: start stub thread: %w", err)
+	}
+	c.tid = int(tid)
+	// The new thread parks with ud2 in stub code.
+	if !waitFor(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &s.dead) {
+		return nil, errStubDead
+	}
+	if signo := atomic.LoadUint32(c.word(tsSigno)); signo != uint32(unix.SIGILL) {
+		c.Release()
+		return nil, fmt.Errorf("systrap: new stub thread parked with signal %d", signo)
+	}
+	return c, nil
+}
+
+// forget drops a context whose thread never started.
+func (c *threadContext) forget() {
+	c.stub.mu.Lock()
+	delete(c.stub.threads, c.index)
+	c.stub.mu.Unlock()
+	c.stub.p.ctl.freeUnit(c.unit)
+}
+
+// frame returns the sentry's pointer into the slot for a stub address the
+// handler reported, or nil if it is not inside the slot's signal stack with
+// room for size bytes: the value is guest-writable, so it is checked.
+func (c *threadContext) frame(stubAddr uint64, size uint64) unsafe.Pointer {
+	lo := c.slotVA() + altStackOff
+	hi := c.slotVA() + slotSize
+	if stubAddr < lo || stubAddr > hi-size {
+		return nil
+	}
+	return unsafe.Add(c.stub.p.ctl.base, c.unit+(stubAddr-c.slotVA()))
+}
+
+// Switch implements platform.Context.
+func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
+	if err := c.as.flush(); err != nil {
+		return platform.Event{}, err
+	}
+	ctl := c.stub.p.ctl
+	uc := c.frame(*ctl.u64(c.unit + tsUcontext), ucSize)
+	if uc == nil {
+		return platform.Event{}, fmt.Errorf("systrap: thread %d reported a bad ucontext", c.tid)
+	}
+	*(*[arch.NumSigcontextRegs]uint64)(unsafe.Add(uc, ucMcontext)) = *(*[arch.NumSigcontextRegs]uint64)(unsafe.Pointer(regs))
+	if regs.FSBase != c.fs || regs.GSBase != c.gs {
+		*ctl.u64(c.unit + tsFSBase) = regs.FSBase
+		*ctl.u64(c.unit + tsGSBase) = regs.GSBase
+		*c.word(tsFSGSDirty) = 1
+	}
+
+	publish(c.word(tsState), threadResume, c.word(tsStubSleeping))
+	if !waitFor(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &c.stub.dead) {
+		return platform.Event{}, errStubDead
+	}
+
+	uc = c.frame(*ctl.u64(c.unit + tsUcontext), ucSize)
+	si := c.frame(*ctl.u64(c.unit + tsSiginfo), siSize)
+	if uc == nil || si == nil {
+		return platform.Event{}, fmt.Errorf("systrap: thread %d reported a bad signal frame", c.tid)
+	}
+	*(*[arch.NumSigcontextRegs]uint64)(unsafe.Pointer(regs)) = *(*[arch.NumSigcontextRegs]uint64)(unsafe.Add(uc, ucMcontext))
+	c.fs = *ctl.u64(c.unit + tsFSBase)
+	c.gs = *ctl.u64(c.unit + tsGSBase)
+	regs.FSBase, regs.GSBase = c.fs, c.gs
+
+	signo := int32(atomic.LoadUint32(c.word(tsSigno)))
+	code := *(*int32)(unsafe.Add(si, siCode))
+	switch {
+	case signo == int32(unix.SIGSYS) && code == sysSeccomp:
+		regs.OrigRax = uint64(*(*int32)(unsafe.Add(si, siSyscall)))
+		return platform.Event{Kind: platform.EventSyscall}, nil
+	case signo == int32(kickSignal):
+		return platform.Event{Kind: platform.EventInterrupt}, nil
+	}
+	ev := platform.Event{
+		Kind:      platform.EventFault,
+		Signo:     signo,
+		Code:      code,
+		Addr:      uintptr(*(*uint64)(unsafe.Add(si, siAddr))),
+		Trapno:    *(*uint64)(unsafe.Add(uc, mcTrapno)),
+		ErrorCode: *(*uint64)(unsafe.Add(uc, mcErr)),
+	}
+	if signo == int32(unix.SIGSEGV) {
+		switch {
+		case ev.ErrorCode&pfInstruction != 0:
+			ev.Access = platform.ProtExec
+		case ev.ErrorCode&pfWrite != 0:
+			ev.Access = platform.ProtWrite
+		default:
+			ev.Access = platform.ProtRead
+		}
+	}
+	return ev, nil
+}
+
+// Interrupt implements platform.Context.
+func (c *threadContext) Interrupt() {
+	unix.Tgkill(c.stub.pid, c.tid, kickSignal)
+}
+
+// Release implements platform.Context: the thread is resumed at the stub's
+// exit code, and its slot is reused once the kernel reports it gone.
+func (c *threadContext) Release() {
+	s := c.stub
+	uc := c.frame(*s.p.ctl.u64(c.unit + tsUcontext), ucSize)
+	if s.dead.Load() || uc == nil {
+		return // destroy frees the slot with the stub
+	}
+	const ripIndex = 16
+	*(*uint64)(unsafe.Add(uc, ucMcontext+ripIndex*8)) = codeVA + s.p.entries.threadExit
+	publish(c.word(tsState), threadResume, c.word(tsStubSleeping))
+	for {
+		tid := atomic.LoadUint32(c.word(tsTID))
+		if tid == 0 || s.dead.Load() {
+			break
+		}
+		futexWait(c.word(tsTID), tid, &sleepTimeout)
+	}
+	if _, err := s.call(op{nr: unix.SYS_MUNMAP, args: [6]uint64{c.slotVA(), slotSize}}); err == nil {
+		c.forget()
+	}
+}

@@ -1,0 +1,67 @@
+package systrap
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// op is one request to a stub's syscall thread.
+type op struct {
+	kind uint32
+	nr   uint64
+	args [6]uint64
+}
+
+// errStubDead reports a stub process that is gone.
+var errStubDead = errors.New("stub process died")
+
+// call has the stub's syscall thread execute ops in order, stopping at the
+// first that fails, and returns the last result.
+func (s *stubProcess) call(ops ...op) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.callLocked(ops)
+}
+
+func (s *stubProcess) callLocked(ops []op) (uint64, error) {
+	if len(ops) == 0 {
+		return 0, nil
+	}
+	if len(ops) > maxOps {
+		return 0, fmt.Errorf("systrap: %d ops in one request, at most %d", len(ops), maxOps)
+	}
+	if s.dead.Load() {
+		return 0, errStubDead
+	}
+	c := s.p.ctl
+	req, res := s.unit, s.unit+4096
+	for i := range ops {
+		o := req + reqOps + uint64(i)*opSize
+		*c.u32(o + opKind) = ops[i].kind
+		*c.u64(o + opNr) = ops[i].nr
+		for j, a := range ops[i].args {
+			*c.u64(o + opArgs + uint64(j)*8) = a
+		}
+	}
+	*c.u32(req + reqNOps) = uint32(len(ops))
+	s.seq++
+	publish(c.u32(req+reqSeq), s.seq, c.u32(res+resStubSleeping))
+	if !waitFor(c.u32(res+resAck), s.seq, c.u32(res+resSentrySleeping), &s.dead) {
+		return 0, errStubDead
+	}
+	n := atomic.LoadUint32(c.u32(res + resNDone))
+	if n == 0 || n > uint32(len(ops)) {
+		return 0, fmt.Errorf("systrap: stub reported %d of %d ops done", n, len(ops))
+	}
+	last := *c.u64(res + resResults + uint64(n-1)*8)
+	if errno := -int64(last); errno > 0 && errno < 4096 {
+		return 0, fmt.Errorf("systrap: stub op %d (nr %d): %w", n-1, ops[n-1].nr, unix.Errno(errno))
+	}
+	if n != uint32(len(ops)) {
+		return 0, fmt.Errorf("systrap: stub stopped after %d of %d ops", n, len(ops))
+	}
+	return last, nil
+}

@@ -1,0 +1,109 @@
+package systrap
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+func rawForkStub(ctlFD, requestOff, codeAddr, codeLen, entry uintptr, newMask, oldMask *uint64) (pid, errno uintptr)
+
+// stubProcess is one stub: a host process with a syscall thread serving the
+// sentry's requests through its request and result pages.
+type stubProcess struct {
+	p       *Platform
+	pid     int
+	unit    uint64 // control-file offset of its request page; the result page follows
+	dead    atomic.Bool
+	gone    chan struct{} // closed once the reaper has collected the process
+	mu      sync.Mutex    // one request at a time; guards seq and the fields below
+	seq     uint32
+	threads map[int]*threadContext // live guest threads by slot index
+}
+
+// forkSourceStub forks the sentry into the source stub. The goroutine that
+// forks stays locked to its thread for the sandbox's life: the kernel sends a
+// stub its parent-death signal when the *thread* that created it exits, and
+// every later stub is cloned with CLONE_PARENT, so shares that parent.
+func (p *Platform) forkSourceStub() (*stubProcess, error) {
+	unit, err := p.ctl.allocUnit()
+	if err != nil {
+		return nil, err
+	}
+	type result struct {
+		pid int
+		err error
+	}
+	done := make(chan result)
+	go func() {
+		runtime.LockOSThread()
+		all, old := ^uint64(0), uint64(0)
+		pid, errno := rawForkStub(uintptr(p.ctl.fd), uintptr(unit), codeVA, codeSize,
+			codeVA+uintptr(p.entries.firstInit), &all, &old)
+		if errno != 0 {
+			done <- result{err: fmt.Errorf("systrap: fork source stub: %w", unix.Errno(errno))}
+			runtime.UnlockOSThread()
+			return
+		}
+		done <- result{pid: int(pid)}
+		select {} // keep this thread alive: see above
+	}()
+	r := <-done
+	if r.err != nil {
+		p.ctl.freeUnit(unit)
+		return nil, r.err
+	}
+	s := &stubProcess{p: p, pid: r.pid, unit: unit, gone: make(chan struct{}), threads: make(map[int]*threadContext)}
+	stubReaper.register(s)
+	stubReaper.start()
+	// A first request proves the stub is up and confined.
+	if _, err := s.call(op{kind: opSyscall, nr: unix.SYS_GETPPID}); err != nil {
+		return nil, fmt.Errorf("systrap: source stub did not start: %w", err)
+	}
+	return s, nil
+}
+
+// newStub clones a fresh stub from the source stub.
+func (p *Platform) newStub() (*stubProcess, error) {
+	unit, err := p.ctl.allocUnit()
+	if err != nil {
+		return nil, err
+	}
+	*p.ctl.u32(unit + reqSeq) = 0
+	*p.ctl.u32(unit + 4096 + resAck) = 0
+	s := &stubProcess{p: p, unit: unit, gone: make(chan struct{}), threads: make(map[int]*threadContext)}
+
+	pid, err := p.source.call(op{kind: opCloneStub, args: [6]uint64{unix.CLONE_PARENT | uint64(unix.SIGCHLD), 0, 0, 0, 0, unit}})
+	if err == nil {
+		s.pid = int(pid)
+		stubReaper.register(s)
+	}
+	if err != nil {
+		p.ctl.freeUnit(unit)
+		return nil, fmt.Errorf("systrap: clone stub: %w", err)
+	}
+	if _, err := s.call(op{kind: opSyscall, nr: unix.SYS_GETPPID}); err != nil {
+		s.destroy()
+		return nil, fmt.Errorf("systrap: new stub did not start: %w", err)
+	}
+	return s, nil
+}
+
+// destroy kills the stub process, waits until the reaper has collected it
+// and frees its control-file units.
+func (s *stubProcess) destroy() {
+	if !s.dead.Load() {
+		unix.Kill(s.pid, unix.SIGKILL)
+	}
+	<-s.gone
+	s.mu.Lock()
+	for _, t := range s.threads {
+		s.p.ctl.freeUnit(t.unit)
+	}
+	s.threads = nil
+	s.mu.Unlock()
+	s.p.ctl.freeUnit(s.unit)
+}

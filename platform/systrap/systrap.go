@@ -1,0 +1,101 @@
+// Package systrap runs guest code in stub processes and traps every guest
+// system call with seccomp (SECCOMP_RET_TRAP), so that no guest call ever
+// reaches the host kernel. It is the only package that creates, maps into or
+// talks to stub processes.
+//
+// How it works, in one paragraph: a stub is a host process whose address
+// space holds only the stub region (layout.go) and the guest's mappings. Each
+// guest thread runs on its own stub thread. When a guest thread makes a system
+// call or faults, the stub's signal handler publishes the saved registers'
+// address in the thread's slot and waits; the sentry, spinning briefly before
+// any futex sleep, reads and rewrites the registers in place and lets the
+// handler return. Address-space changes are executed by the stub's syscall
+// thread, which reads requests from a page it can only read.
+package systrap
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/moat-sandbox/moat/platform"
+)
+
+// Platform is the systrap platform of one sandbox.
+type Platform struct {
+	ctl     *controlFile
+	memFD   int
+	source  *stubProcess // never runs guest code: new stubs are cloned from it
+	reaper  *reaper
+	entries stubEntries
+}
+
+var _ platform.Platform = (*Platform)(nil)
+
+// New starts the platform for guest memory held in the memory file memFD.
+// It must run before the sentry confines itself: the first stub is a fork of
+// the sentry.
+func New(memFD int) (*Platform, error) {
+	calibrateOnce.Do(calibrateSpin)
+	if err := checkHost(); err != nil {
+		return nil, err
+	}
+	ctl, err := newControlFile()
+	if err != nil {
+		return nil, err
+	}
+	p := &Platform{ctl: ctl, memFD: memFD}
+	if err := p.writeParams(); err != nil {
+		ctl.close()
+		return nil, err
+	}
+	src, err := p.forkSourceStub()
+	if err != nil {
+		ctl.close()
+		return nil, err
+	}
+	p.source = src
+	return p, nil
+}
+
+// checkHost refuses hosts without what the stub relies on.
+func checkHost() error {
+	if runtime.GOARCH != "amd64" {
+		return fmt.Errorf("systrap: unsupported architecture %s", runtime.GOARCH)
+	}
+	// The handler saves and restores FS and GS with rdfsbase/wrfsbase.
+	const hwcap2FSGSBase = 1 << 1
+	auxv, err := os.ReadFile("/proc/self/auxv")
+	if err == nil && !hasAuxvBit(auxv, atHWCAP2, hwcap2FSGSBase) {
+		return fmt.Errorf("systrap: the host CPU or kernel does not allow FSGSBASE instructions in user space (Linux >= 5.9 needed)")
+	}
+	return nil
+}
+
+// hasAuxvBit reports whether auxv entry key has bit set.
+func hasAuxvBit(auxv []byte, key, bit uint64) bool {
+	for i := 0; i+16 <= len(auxv); i += 16 {
+		k := binary.LittleEndian.Uint64(auxv[i:])
+		if k == key {
+			return binary.LittleEndian.Uint64(auxv[i+8:])&bit != 0
+		}
+		if k == 0 {
+			break
+		}
+	}
+	return false
+}
+
+// MaxUserAddress implements platform.Platform.
+func (p *Platform) MaxUserAddress() uintptr { return MaxGuestAddr }
+
+// NewAddressSpace implements platform.Platform: it clones a fresh stub from
+// the source stub.
+func (p *Platform) NewAddressSpace() (platform.AddressSpace, error) {
+	stub, err := p.newStub()
+	if err != nil {
+		return nil, err
+	}
+	return &addressSpace{p: p, stub: stub}, nil
+}
