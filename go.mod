@@ -4,4 +4,4 @@ go 1.26.8
 
 require github.com/opencontainers/runtime-spec v1.3.0
 
-require golang.org/x/sys v0.50.0 // indirect
+require golang.org/x/sys v0.50.0

@@ -3,6 +3,7 @@ package systrap
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -21,6 +22,14 @@ type threadContext struct {
 	unit   uint64 // control-file offset of the slot
 	tid    int
 	fs, gs uint64 // FS and GS bases the stub thread has now
+
+	// running is set while the thread may be running guest code;
+	// interrupted is set by Interrupt. Switch sets running before it looks
+	// at interrupted, Interrupt sets interrupted before it looks at running:
+	// so either Switch sees the interrupt or Interrupt sees the thread
+	// running and kicks it.
+	running     atomic.Bool
+	interrupted atomic.Bool
 }
 
 var _ platform.Context = (*threadContext)(nil)
@@ -143,8 +152,15 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 		*c.word(tsFSGSDirty) = 1
 	}
 
+	c.running.Store(true)
+	if c.interrupted.Swap(false) {
+		c.running.Store(false)
+		return platform.Event{Kind: platform.EventInterrupt}, nil
+	}
 	publish(c.word(tsState), threadResume, c.word(tsStubSleeping))
-	if !waitFor(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &c.stub.dead) {
+	ok := waitFor(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &c.stub.dead)
+	c.running.Store(false)
+	if !ok {
 		return platform.Event{}, errStubDead
 	}
 
@@ -165,6 +181,7 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 		regs.OrigRax = uint64(*(*int32)(unsafe.Add(si, siSyscall)))
 		return platform.Event{Kind: platform.EventSyscall}, nil
 	case signo == int32(kickSignal):
+		c.interrupted.Store(false)
 		return platform.Event{Kind: platform.EventInterrupt}, nil
 	}
 	ev := platform.Event{
@@ -188,30 +205,42 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 	return ev, nil
 }
 
-// Interrupt implements platform.Context.
+// Interrupt implements platform.Context. A thread in the sentry is not
+// kicked: its next Switch returns at once instead.
 func (c *threadContext) Interrupt() {
-	unix.Tgkill(c.stub.pid, c.tid, kickSignal)
+	c.interrupted.Store(true)
+	if c.running.Load() {
+		unix.Tgkill(c.stub.pid, c.tid, kickSignal)
+	}
 }
 
 // Release implements platform.Context: the thread is resumed at the stub's
-// exit code, and its slot is reused once the kernel reports it gone.
+// exit code, and its slot is reused once the kernel reports it gone. A
+// kick still pending traps the thread once more on its way out; it is then
+// sent to the exit code again.
 func (c *threadContext) Release() {
 	s := c.stub
-	uc := c.frame(*s.p.ctl.u64(c.unit + tsUcontext), ucSize)
-	if s.dead.Load() || uc == nil {
-		return // destroy frees the slot with the stub
-	}
 	const ripIndex = 16
-	*(*uint64)(unsafe.Add(uc, ucMcontext+ripIndex*8)) = codeVA + s.p.entries.threadExit
-	publish(c.word(tsState), threadResume, c.word(tsStubSleeping))
-	for {
-		tid := atomic.LoadUint32(c.word(tsTID))
-		if tid == 0 || s.dead.Load() {
-			break
+	for !s.dead.Load() {
+		uc := c.frame(*s.p.ctl.u64(c.unit + tsUcontext), ucSize)
+		if uc == nil {
+			return // destroy frees the slot with the stub
 		}
-		futexWait(c.word(tsTID), tid, &sleepTimeout)
-	}
-	if _, err := s.call(op{nr: unix.SYS_MUNMAP, args: [6]uint64{c.slotVA(), slotSize}}); err == nil {
-		c.forget()
+		*(*uint64)(unsafe.Add(uc, ucMcontext+ripIndex*8)) = codeVA + s.p.entries.threadExit
+		publish(c.word(tsState), threadResume, c.word(tsStubSleeping))
+		retry := unix.NsecToTimespec(int64(time.Millisecond))
+		for {
+			tid := atomic.LoadUint32(c.word(tsTID))
+			if tid == 0 {
+				if _, err := s.call(op{nr: unix.SYS_MUNMAP, args: [6]uint64{c.slotVA(), slotSize}}); err == nil {
+					c.forget()
+				}
+				return
+			}
+			if s.dead.Load() || atomic.LoadUint32(c.word(tsState)) == threadTrapped {
+				break
+			}
+			futexWait(c.word(tsTID), tid, &retry)
+		}
 	}
 }

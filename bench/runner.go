@@ -1,0 +1,272 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Runs per runtime and workload when Config.Runs is 0. Micro workloads need
+// fewer: each run already averages up to a million operations.
+const (
+	DefaultWallRuns  = 20
+	DefaultMicroRuns = 5
+)
+
+// Config is what a session measures and how.
+type Config struct {
+	Runtimes   []Runtime
+	Workloads  []Workload
+	Baseline   string        // the runtime whose medians the ratios divide by
+	Runs       int           // runs per runtime and workload; 0 for the defaults above
+	Iterations int64         // operations per micro run; 0 for each workload's own
+	Budget     time.Duration // a micro run stops early once it has run this long
+	Timeout    time.Duration // a run taking longer fails, and is killed
+	BinDir     string        // what $BIN stands for in a runtime's binary
+	Busybox    string        // the static busybox of the default rootfs
+	Rootfs     string        // a rootfs to copy instead of busybox; "" for busybox
+	Progress   Progress
+	// Reproduce, if set, returns the command that measures the figure of
+	// runtime on workload again; it goes into the reports.
+	Reproduce func(runtime, workload string) string
+}
+
+// session is one Run: its directories, its runtimes and its run counter.
+type session struct {
+	cfg       Config
+	dir       string // everything temporary lives under it
+	bundle    string
+	instances []*instance // nil where the runtime was skipped
+	stdout    *os.File
+	stderr    *os.File
+	runs      int // containers started, for fresh ids
+}
+
+// Run measures every workload of cfg under every runtime of cfg. When ctx is
+// cancelled it stops, deletes every container it started, removes its
+// temporary files and returns ctx's error. When the clean-up after a complete
+// session fails, it returns the report together with the error: the figures
+// are good, and what was left behind is named.
+func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
+	rep := &Report{
+		Schema: Schema, Date: time.Now().UTC().Truncate(time.Second), Machine: readMachine(),
+		Rootfs: "busybox " + cfg.Busybox, Baseline: cfg.Baseline, BudgetMS: cfg.Budget.Milliseconds(),
+	}
+	if cfg.Rootfs != "" {
+		rep.Rootfs = cfg.Rootfs
+	}
+	s := &session{cfg: cfg}
+	if s.dir, err = os.MkdirTemp("", "moat-bench-"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		cfg.Progress.Done()
+		err = errors.Join(err, s.cleanUp())
+	}()
+	if err := s.prepare(ctx, rep); err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(rep.Runtimes, func(rt RuntimeInfo) bool { return rt.Name == cfg.Baseline && rt.Status == StatusOK }) {
+		cfg.Progress.Note("baseline %s does not run in this session: no ratios", cfg.Baseline)
+	}
+	plans := make([]plan, len(cfg.Workloads))
+	total := 0
+	for i, w := range cfg.Workloads {
+		if plans[i], err = s.plan(w); err != nil {
+			return nil, err
+		}
+		if plans[i].missing == "" {
+			total += len(plans[i].steps)
+		}
+	}
+	cfg.Progress.Start(total)
+	for i, w := range cfg.Workloads {
+		wr, err := s.measure(ctx, w, plans[i], rep.Runtimes)
+		if err != nil {
+			return nil, err
+		}
+		rep.Workloads = append(rep.Workloads, wr)
+	}
+	rep.Machine.LoadAfter = loadAverage()
+	return rep, nil
+}
+
+// plan is how a workload will be run in this session.
+type plan struct {
+	runs    int
+	missing string // the first path it needs that the rootfs lacks
+	active  []int  // indexes of the runtimes that run, in session order
+	steps   []Step // over active
+}
+
+func (s *session) plan(w Workload) (plan, error) {
+	p := plan{runs: s.cfg.Runs}
+	if p.runs == 0 {
+		p.runs = DefaultWallRuns
+		if w.Kind == Micro {
+			p.runs = DefaultMicroRuns
+		}
+	}
+	var err error
+	if p.missing, err = w.missing(filepath.Join(s.bundle, "rootfs")); err != nil {
+		return p, err
+	}
+	for i, in := range s.instances {
+		if in != nil {
+			p.active = append(p.active, i)
+		}
+	}
+	p.steps = Schedule(len(p.active), p.runs)
+	return p, nil
+}
+
+// prepare builds the bundle and finds the runtimes, recording each in rep.
+func (s *session) prepare(ctx context.Context, rep *Report) error {
+	s.bundle = filepath.Join(s.dir, "bundle")
+	rootfs := filepath.Join(s.bundle, "rootfs")
+	if err := os.MkdirAll(rootfs, 0o755); err != nil {
+		return err
+	}
+	if err := buildRootfs(ctx, rootfs, s.cfg.Busybox, s.cfg.Rootfs); err != nil {
+		return err
+	}
+	buildFailures, err := buildPrograms(ctx, s.cfg.Workloads, filepath.Join(s.dir, "src"), filepath.Join(rootfs, "bench"))
+	if err != nil {
+		return err
+	}
+	for program, err := range buildFailures {
+		s.cfg.Progress.Note("workload program %s not built: %v", program, err)
+	}
+	for _, name := range []string{"stdout", "stderr"} {
+		f, err := os.Create(filepath.Join(s.dir, name))
+		if err != nil {
+			return err
+		}
+		if name == "stdout" {
+			s.stdout = f
+		} else {
+			s.stderr = f
+		}
+	}
+	for _, rt := range s.cfg.Runtimes {
+		info, in, err := s.find(ctx, rt)
+		if err != nil {
+			return err
+		}
+		if info.Status == StatusSkipped {
+			s.cfg.Progress.Note("%s: skipped: %s", rt.Name, info.Reason)
+		}
+		rep.Runtimes = append(rep.Runtimes, info)
+		s.instances = append(s.instances, in)
+	}
+	return nil
+}
+
+// measure runs one workload under every runtime found, interleaved.
+func (s *session) measure(ctx context.Context, w Workload, p plan, runtimes []RuntimeInfo) (WorkloadResult, error) {
+	wr := WorkloadResult{Name: w.Name, Kind: w.Kind, What: w.What, Unit: w.Unit, Runs: p.runs, Status: StatusOK}
+	if p.missing != "" {
+		wr.Status, wr.Reason = StatusSkipped, "needs "+p.missing
+		s.cfg.Progress.Note("%s: skipped: %s", w.Name, wr.Reason)
+		return wr, nil
+	}
+	wr.Argv = w.argv(s.cfg.Iterations, s.cfg.Budget)
+	spec := newSpec(wr.Argv)
+	if err := writeSpec(s.bundle, spec); err != nil {
+		return wr, err
+	}
+	samples := make([][]float64, len(s.instances))
+	failures := make([]error, len(s.instances))
+	for _, st := range p.steps {
+		i := p.active[st.Runtime]
+		in := s.instances[i]
+		what := fmt.Sprintf("%s %s run %d/%d", w.Name, in.Name, st.Round, wr.Runs)
+		if st.Round == 0 {
+			what = fmt.Sprintf("%s %s warm-up", w.Name, in.Name)
+		}
+		if failures[i] != nil {
+			s.cfg.Progress.Advance(1, what+": skipped after failure")
+			continue
+		}
+		v, err := s.once(ctx, in, w, spec)
+		if ctx.Err() != nil {
+			return wr, ctx.Err()
+		}
+		if err != nil {
+			failures[i] = err
+			s.cfg.Progress.Note("%s %s: failed: %v", w.Name, in.Name, err)
+			s.cfg.Progress.Advance(1, what+": failed")
+			continue
+		}
+		if st.Round > 0 {
+			samples[i] = append(samples[i], v)
+		}
+		s.cfg.Progress.Advance(1, fmt.Sprintf("%s: %s %s", what, formatValue(v), w.Unit))
+	}
+	wr.Results = s.results(w, runtimes, samples, failures)
+	return wr, nil
+}
+
+// once runs w once under in and returns its figure.
+func (s *session) once(ctx context.Context, in *instance, w Workload, spec *specs.Spec) (float64, error) {
+	s.runs++
+	id := fmt.Sprintf("moat-bench-%d-%d", os.Getpid(), s.runs)
+	wall, err := in.run(ctx, id, spec, s.cfg.Timeout, s.stdout, s.stderr)
+	if err != nil {
+		return 0, err
+	}
+	if w.Kind == Wall {
+		return float64(wall) / float64(time.Millisecond), nil
+	}
+	out, err := os.ReadFile(s.stdout.Name())
+	if err != nil {
+		return 0, err
+	}
+	return parseResult(out, w.Name, w.Unit)
+}
+
+// results summarises the samples of each runtime and relates them to the
+// baseline's.
+func (s *session) results(w Workload, runtimes []RuntimeInfo, samples [][]float64, failures []error) []Result {
+	out := make([]Result, len(runtimes))
+	base := 0.0
+	for i, info := range runtimes {
+		r := Result{Runtime: info.Name, Status: info.Status, Reason: info.Reason}
+		switch {
+		case info.Status == StatusSkipped:
+		case failures[i] != nil:
+			r.Status, r.Reason = StatusFailed, failures[i].Error()
+		default:
+			r.Samples = samples[i]
+			sum := Summarize(samples[i])
+			r.Summary = &sum
+			if info.Name == s.cfg.Baseline {
+				base = sum.Median
+			}
+		}
+		if s.cfg.Reproduce != nil {
+			r.Reproduce = s.cfg.Reproduce(info.Name, w.Name)
+		}
+		out[i] = r
+	}
+	for i := range out {
+		r := &out[i]
+		if r.Summary == nil {
+			continue
+		}
+		if ratio, ok := Ratio(r.Median, base); ok {
+			r.Ratio = ratio
+			r.Reading = Reading(r.Runtime, s.cfg.Baseline, ratio)
+			if r.Runtime == s.cfg.Baseline {
+				r.Reading = "baseline"
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Kinds of runtime.
+const (
+	// KindNative runs the workload on the host, chrooted into the bundle's
+	// rootfs so that it executes the very same files as the containers.
+	KindNative = "native"
+	// KindOCI is any runtime with runc's command line.
+	KindOCI = "oci"
+)
+
+// Runtime is one entry of runtimes.json.
+type Runtime struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// Binary is an absolute path, a bare name looked up in $PATH, or a path
+	// starting with $BIN, the directory moat-bench was installed in (where
+	// `make` puts bin/moat and the current runsc).
+	Binary string `json:"binary,omitempty"`
+	// Args are global flags, given before the subcommand.
+	Args []string `json:"args,omitempty"`
+	// Note says what the runtime stands for in the comparison.
+	Note string `json:"note,omitempty"`
+	// Install says how to get the binary when it is missing.
+	Install string `json:"install,omitempty"`
+	// Skip, when set, leaves the runtime out of the default selection with
+	// this reason; naming it in --runtime overrides it.
+	Skip string `json:"skip,omitempty"`
+}
+
+//go:embed runtimes.json
+var defaultRuntimes []byte
+
+// DefaultRuntimes returns the runtimes of runtimes.json.
+func DefaultRuntimes() ([]Runtime, error) {
+	return ParseRuntimes(defaultRuntimes)
+}
+
+// ParseRuntimes reads and checks a runtime list in the format of runtimes.json.
+func ParseRuntimes(data []byte) ([]Runtime, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var rts []Runtime
+	if err := dec.Decode(&rts); err != nil {
+		return nil, fmt.Errorf("runtime list: %w", err)
+	}
+	seen := map[string]bool{}
+	for i, rt := range rts {
+		switch {
+		case rt.Name == "":
+			return nil, fmt.Errorf("runtime list: entry %d has no name", i)
+		case seen[rt.Name]:
+			return nil, fmt.Errorf("runtime list: name %q appears twice", rt.Name)
+		case rt.Kind != KindNative && rt.Kind != KindOCI:
+			return nil, fmt.Errorf("runtime list: %s: kind %q is neither %q nor %q", rt.Name, rt.Kind, KindNative, KindOCI)
+		case rt.Kind == KindOCI && rt.Binary == "":
+			return nil, fmt.Errorf("runtime list: %s: an oci runtime needs a binary", rt.Name)
+		}
+		seen[rt.Name] = true
+	}
+	return rts, nil
+}
+
+// SelectRuntimes returns the runtimes named, in the order named, or all of
+// them when names is empty. A runtime named explicitly loses its Skip: the
+// user asked for it.
+func SelectRuntimes(all []Runtime, names []string) ([]Runtime, error) {
+	if len(names) == 0 {
+		return all, nil
+	}
+	var out []Runtime
+	for _, name := range names {
+		i := slices.IndexFunc(all, func(rt Runtime) bool { return rt.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown runtime %q (known: %s)", name, strings.Join(runtimeNames(all), ", "))
+		}
+		rt := all[i]
+		rt.Skip = ""
+		out = append(out, rt)
+	}
+	return out, nil
+}
+
+func runtimeNames(rts []Runtime) []string {
+	var names []string
+	for _, rt := range rts {
+		names = append(names, rt.Name)
+	}
+	return names
+}
+
+// binaryPath finds the runtime's executable, or says why it cannot.
+func (rt Runtime) binaryPath(binDir string) (string, error) {
+	if rt.Kind == KindNative {
+		return "", nil
+	}
+	var unknown []string
+	name := os.Expand(rt.Binary, func(v string) string {
+		if v == "BIN" {
+			return binDir
+		}
+		unknown = append(unknown, "$"+v)
+		return ""
+	})
+	if len(unknown) > 0 {
+		return "", fmt.Errorf("binary %q uses %s; only $BIN is known", rt.Binary, strings.Join(unknown, ", "))
+	}
+	if !strings.Contains(name, "/") {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			return "", fmt.Errorf("%s not found in $PATH", name)
+		}
+		return path, nil
+	}
+	path, err := filepath.Abs(name)
+	if err != nil {
+		return "", err
+	}
+	if info, err := os.Stat(path); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s not found or not executable", displayPath(path))
+	}
+	return path, nil
+}

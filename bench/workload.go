@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind says how a workload's figure is obtained.
+type Kind string
+
+const (
+	// Wall workloads are timed from outside: the figure is the wall time of
+	// the whole `RUNTIME run`, from exec to exit.
+	Wall Kind = "wall"
+	// Micro workloads time themselves inside the container and print one
+	// line `RESULT <name> <value> <unit>` (workloads/bench.h).
+	Micro Kind = "micro"
+)
+
+// Workload is one thing measured under every runtime. Lower figures are
+// better for all of them, so that ratios read the same way everywhere.
+type Workload struct {
+	Name string
+	Kind Kind
+	What string // what the figure measures, for the reports
+	Unit string
+	// Program is the C source workloads/<Program>.c, built static into
+	// /bench/<Program>; a Micro workload runs it as
+	// `/bench/<Program> ITERATIONS BUDGET_MS`.
+	Program    string
+	Iterations int64 // default for a Micro workload
+	// Argv is what a Wall workload runs in the container.
+	Argv []string
+	// Needs are the paths the workload needs in the rootfs besides its
+	// Program; it is skipped, with the first one missing, when a rootfs lacks them.
+	Needs []string
+}
+
+// Workloads is every workload moat-bench knows, in report order.
+var Workloads = []Workload{
+	{
+		Name: "run-true", Kind: Wall, Unit: "ms",
+		What: "whole-container start-up: create, start, wait for and delete a container whose process is busybox true",
+		Argv: []string{"/bin/true"}, Needs: []string{"/bin/true"},
+	},
+	{
+		Name: "getppid", Kind: Micro, Unit: "ns/op", Program: "getppid", Iterations: 1_000_000,
+		What: "system call round trip: getppid(2) via syscall()",
+	},
+	{
+		Name: "read-4k", Kind: Micro, Unit: "ns/op", Program: "read-4k", Iterations: 1_000_000,
+		What: "pread(2) of 4 KiB from a cached file",
+	},
+	{
+		Name: "open-close", Kind: Micro, Unit: "ns/op", Program: "open-close", Iterations: 1_000_000,
+		What: "open(2) and close(2) of an existing file",
+	},
+	{
+		Name: "pipe", Kind: Micro, Unit: "ms/GiB", Program: "pipe", Iterations: 1024,
+		What: "1 GiB through a pipe from one process to another, in 64 KiB writes",
+	},
+	{
+		Name: "fork-exec", Kind: Micro, Unit: "us/op", Program: "fork-exec", Iterations: 1000,
+		What:  "fork, exec /bin/true and wait for it",
+		Needs: []string{"/bin/true"},
+	},
+	{
+		Name: "python3-pass", Kind: Wall, Unit: "ms",
+		What: "whole-container run of python3 -c pass: interpreter start-up, hundreds of file opens and mmaps",
+		Argv: []string{"/usr/bin/python3", "-c", "pass"}, Needs: []string{"/usr/bin/python3"},
+	},
+}
+
+// SelectWorkloads returns the workloads named, in table order, or all of them
+// when names is empty.
+func SelectWorkloads(names []string) ([]Workload, error) {
+	if len(names) == 0 {
+		return Workloads, nil
+	}
+	var out []Workload
+	for _, w := range Workloads {
+		if slices.Contains(names, w.Name) {
+			out = append(out, w)
+		}
+	}
+	for _, name := range names {
+		if !slices.ContainsFunc(out, func(w Workload) bool { return w.Name == name }) {
+			var known []string
+			for _, w := range Workloads {
+				known = append(known, w.Name)
+			}
+			return nil, fmt.Errorf("unknown workload %q (known: %s)", name, strings.Join(known, ", "))
+		}
+	}
+	return out, nil
+}
+
+// argv is what the container runs for this workload.
+func (w Workload) argv(iterations int64, budget time.Duration) []string {
+	if w.Kind == Wall {
+		return w.Argv
+	}
+	if iterations <= 0 {
+		iterations = w.Iterations
+	}
+	return []string{programPath(w.Program), strconv.FormatInt(iterations, 10), strconv.FormatInt(budget.Milliseconds(), 10)}
+}
+
+// programPath is where a built workload program lives in the rootfs.
+func programPath(program string) string {
+	return "/bench/" + program
+}
+
+// missing returns the first path the workload needs that rootfs lacks, or "".
+func (w Workload) missing(rootfs string) (string, error) {
+	root, err := os.OpenRoot(rootfs)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	needs := w.Needs
+	if w.Program != "" {
+		needs = append([]string{programPath(w.Program)}, needs...)
+	}
+	for _, p := range needs {
+		// Lstat: the entry existing is enough, and a rootfs may hold absolute
+		// symlinks (/etc/alternatives) that must not be followed on the host.
+		_, err := root.Lstat(strings.TrimPrefix(p, "/"))
+		if errors.Is(err, fs.ErrNotExist) {
+			return p, nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return "", nil
+}

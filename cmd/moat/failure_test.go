@@ -1,0 +1,61 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBadBundleCreatesNothing(t *testing.T) {
+	missingRootfs := writeBundleConfig(t, strings.Replace(bundleConfig("sleep"), `"rootfs"`, `"image"`, 1))
+	cases := map[string]struct {
+		bundle string
+		want   string
+	}{
+		"bundle dir missing":  {filepath.Join(t.TempDir(), "nope"), "directory not found"},
+		"config missing":      {t.TempDir(), "config.json not found"},
+		"invalid JSON":        {writeBundleConfig(t, "{\n  \"ociVersion\": \"1.2.0\",\n  oops\n}"), "invalid JSON at line 3, column 3"},
+		"wrong type":          {writeBundleConfig(t, `{"ociVersion": "1.2.0", "process": {"args": "sh"}}`), "process.args: got a JSON string"},
+		"no ociVersion":       {writeBundleConfig(t, `{"process": {"args": ["sh"], "cwd": "/"}, "root": {"path": "rootfs"}}`), "ociVersion: missing"},
+		"ociVersion 2":        {writeBundleConfig(t, strings.Replace(bundleConfig("sleep"), "1.2.0", "2.0.0", 1)), `ociVersion: unsupported version "2.0.0"`},
+		"no process":          {writeBundleConfig(t, `{"ociVersion": "1.2.0", "root": {"path": "rootfs"}}`), "process: missing"},
+		"empty args":          {writeBundle(t), "process.args: must name the program"},
+		"relative cwd":        {writeBundleConfig(t, strings.Replace(bundleConfig("sleep"), `"cwd": "/"`, `"cwd": "tmp"`, 1)), `process.cwd: "tmp" is not an absolute path`},
+		"no root":             {writeBundleConfig(t, `{"ociVersion": "1.2.0", "process": {"args": ["sh"], "cwd": "/"}}`), "root: missing"},
+		"rootfs missing":      {missingRootfs, `root.path: "image": directory ` + filepath.Join(missingRootfs, "image") + " not found"},
+		"program not found":   {writeBundle(t, "not-found"), `process.args[0] "not-found": program not found in the rootfs`},
+		"sentry quits":        {writeBundle(t, "quit"), "the sentry quit before the sandbox was ready (exit status 3)"},
+		"terminal, no socket": {writeBundleConfig(t, strings.Replace(bundleConfig("sleep"), `"cwd"`, `"terminal": true, "cwd"`, 1)), "cannot allocate tty if moat will detach without setting console socket"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			r := e.fails(c.want, "create", "--bundle", c.bundle, "--pid-file", pidFile, "c1")
+			if !strings.HasPrefix(r.stderr, "moat: create: ") {
+				t.Errorf("stderr %q does not say which command failed", r.stderr)
+			}
+			e.expectNothingLeft()
+			if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
+				t.Errorf("a failed create wrote the pid file: %v", err)
+			}
+			e.fails(c.want, "run", "--bundle", c.bundle, "-d", "c1")
+			e.expectNothingLeft()
+		})
+	}
+}
+
+func TestConsoleSocketWithoutTerminal(t *testing.T) {
+	e := newEnv(t)
+	e.fails("cannot use console socket if moat will not detach or allocate tty",
+		"create", "--console-socket", filepath.Join(t.TempDir(), "sock"), "-b", writeBundle(t, "sleep"), "c1")
+	e.expectNothingLeft()
+}
+
+func TestUnreachableConsoleSocketCreatesNothing(t *testing.T) {
+	e := newEnv(t)
+	bundle := writeBundleConfig(t, strings.Replace(bundleConfig("sleep"), `"cwd"`, `"terminal": true, "cwd"`, 1))
+	e.fails("console socket", "create", "--console-socket", filepath.Join(t.TempDir(), "nobody"), "-b", bundle, "c1")
+	e.expectNothingLeft()
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/bundle"
+	"github.com/moat-sandbox/moat/internal/control"
+	"github.com/moat-sandbox/moat/internal/state"
+	"golang.org/x/sys/unix"
+)
+
+// How long the CLI waits for a sandbox's processes.
+const (
+	readyTimeout   = 30 * time.Second // Setup to Response: the sentry loads the program through the gofer
+	controlTimeout = 10 * time.Second // one start or kill request
+	killGrace      = 2 * time.Second  // for the sentry to deliver SIGKILL and exit before the host kills it
+	exitTimeout    = 10 * time.Second // for a host-killed process to be gone
+)
+
+// selfExe re-executes this binary. The path is resolved by the kernel at
+// exec time, so an upgrade of the moat file on disk cannot mix versions
+// within one sandbox.
+const selfExe = "/proc/self/exe"
+
+// sandbox is a gofer and sentry that this CLI started; both are its
+// children until it exits.
+type sandbox struct {
+	gofer  *exec.Cmd
+	sentry *exec.Cmd
+}
+
+// internalCommand prepares a re-execution of moat as one of its internal
+// subcommands, with nothing of the caller's environment or working
+// directory: none of it belongs in the sandbox.
+func internalCommand(sub string, args ...string) *exec.Cmd {
+	return &exec.Cmd{
+		Path: selfExe,
+		Args: append([]string{"moat", sub}, args...),
+		Env:  []string{},
+		Dir:  "/",
+	}
+}
+
+// startSandbox starts the gofer and the sentry of container c, hands the
+// sentry its Setup and waits until the sentry says the program is loaded.
+// stdio becomes the sentry's, and so the guest's, fds 0, 1 and 2. It saves
+// a creating record naming both processes as soon as they exist, so that a
+// CLI killed during the hand-over still leaves `moat delete` enough to clean
+// up. On error nothing it started remains.
+func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundle.Bundle, stdio [3]*os.File) (_ *sandbox, err error) {
+	goferEnd, sentryGoferEnd, err := socketPair(unix.SOCK_SEQPACKET)
+	if err != nil {
+		return nil, fmt.Errorf("gofer socket: %w", err)
+	}
+	defer goferEnd.Close()
+	defer sentryGoferEnd.Close()
+	controlListener, err := listenControl(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer controlListener.Close()
+	cliSetupEnd, sentrySetupEnd, err := socketPair(unix.SOCK_STREAM)
+	if err != nil {
+		return nil, fmt.Errorf("setup socket: %w", err)
+	}
+	defer cliSetupEnd.Close()
+	defer sentrySetupEnd.Close()
+
+	sb := &sandbox{}
+	defer func() {
+		if err != nil {
+			sb.stop()
+		}
+	}()
+
+	goferArgs := []string{"--rootfs", b.Rootfs}
+	if b.Spec.Root.Readonly {
+		goferArgs = append(goferArgs, "--readonly")
+	}
+	sb.gofer = internalCommand("gofer", goferArgs...)
+	sb.gofer.ExtraFiles = childFDs(map[int]*os.File{control.GoferServeFD: goferEnd})
+	if g.log.file != nil {
+		sb.gofer.Stderr = g.log.file
+	}
+	// Its own session: no signal meant for the CLI's terminal reaches it.
+	sb.gofer.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := sb.gofer.Start(); err != nil {
+		return nil, fmt.Errorf("start gofer: %w", err)
+	}
+
+	sb.sentry = internalCommand("boot")
+	sb.sentry.Stdin, sb.sentry.Stdout, sb.sentry.Stderr = stdio[0], stdio[1], stdio[2]
+	sb.sentry.ExtraFiles = childFDs(map[int]*os.File{
+		control.BootGoferFD:   sentryGoferEnd,
+		control.BootControlFD: controlListener,
+		control.BootSetupFD:   sentrySetupEnd,
+	})
+	sb.sentry.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sb.sentry.Start(); err != nil {
+		return nil, fmt.Errorf("start sentry: %w", err)
+	}
+	// The children hold their ends now. The CLI's copies must go at once:
+	// while it holds the sentry's end of the setup socket, a sentry that
+	// dies would never be noticed. (The deferred Closes then do nothing.)
+	for _, f := range []*os.File{goferEnd, sentryGoferEnd, controlListener, sentrySetupEnd} {
+		f.Close()
+	}
+	g.log.debugf("container %s: gofer pid %d, sentry pid %d", c.ID, sb.gofer.Process.Pid, sb.sentry.Process.Pid)
+
+	// Both are unreaped children: their pids cannot have been reused yet.
+	if c.Gofer, err = state.Identify(sb.gofer.Process.Pid); err != nil {
+		return nil, fmt.Errorf("gofer: %w", err)
+	}
+	if c.Sentry, err = state.Identify(sb.sentry.Process.Pid); err != nil {
+		return nil, fmt.Errorf("sentry: %w", err)
+	}
+	if err := dir.Save(c); err != nil {
+		return nil, err
+	}
+
+	setup := control.Setup{
+		ID:        c.ID,
+		Bundle:    b.Dir,
+		Spec:      b.Spec,
+		LogPath:   g.log.path,
+		LogFormat: g.logFormat,
+		Debug:     g.debug,
+	}
+	if err := handshake(cliSetupEnd, setup); err != nil {
+		if errors.Is(err, errSentryQuit) {
+			sb.stop()
+			err = fmt.Errorf("%w (%v)", err, sb.sentry.ProcessState)
+		}
+		return nil, err
+	}
+	return sb, nil
+}
+
+// errSentryQuit is a sentry that closed the setup socket without answering.
+var errSentryQuit = errors.New("the sentry quit before the sandbox was ready")
+
+// handshake sends setup over the CLI's end of the setup socket, says it is
+// done by shutting down writing, and reads the sentry's one answer.
+func handshake(conn *os.File, setup control.Setup) error {
+	fc, err := net.FileConn(conn)
+	if err != nil {
+		return fmt.Errorf("setup socket: %w", err)
+	}
+	uc := fc.(*net.UnixConn)
+	defer uc.Close()
+	uc.SetDeadline(time.Now().Add(readyTimeout))
+	if err := json.NewEncoder(uc).Encode(setup); err != nil {
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+			return errSentryQuit
+		}
+		return fmt.Errorf("send setup to the sentry: %w", err)
+	}
+	if err := uc.CloseWrite(); err != nil {
+		return fmt.Errorf("send setup to the sentry: %w", err)
+	}
+	var resp control.Response
+	if err := json.NewDecoder(uc).Decode(&resp); err != nil {
+		var netErr net.Error
+		switch {
+		case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+			return errSentryQuit
+		case errors.As(err, &netErr) && netErr.Timeout():
+			return fmt.Errorf("the sentry did not report the sandbox ready within %s", readyTimeout)
+		default:
+			return fmt.Errorf("read the sentry's answer to setup: %w", err)
+		}
+	}
+	return resp.Err()
+}
+
+// stop kills and reaps whatever of the sandbox was started. Both are this
+// CLI's children, so their pids are still theirs and need no checking.
+func (sb *sandbox) stop() {
+	for _, cmd := range []*exec.Cmd{sb.sentry, sb.gofer} {
+		if cmd != nil && cmd.Process != nil && cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}
+}
+
+// socketPair returns both ends of a close-on-exec unix socket pair of type
+// typ; a child receives one end through ExtraFiles.
+func socketPair(typ int) (*os.File, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "socketpair"), os.NewFile(uintptr(fds[1]), "socketpair"), nil
+}
+
+// listenControl binds and listens on the container's control socket. The
+// CLI never accepts on it: the listening socket goes to the sentry, and
+// later commands connect.
+func listenControl(dir *state.Dir) (*os.File, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), state.ControlSocketName)
+	path := dir.ControlSocket()
+	err = unix.Bind(fd, &unix.SockaddrUnix{Name: path})
+	if err == nil {
+		// Whoever can connect can start and kill the container: only the
+		// owner may, and the mode is set before anyone can connect.
+		err = os.Chmod(path, 0o600)
+	}
+	if err == nil {
+		err = unix.Listen(fd, unix.SOMAXCONN)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	return f, nil
+}
+
+// childFDs lays out files for exec.Cmd.ExtraFiles so that the child finds
+// each at the descriptor number it is keyed by (3 and up).
+func childFDs(byFD map[int]*os.File) []*os.File {
+	top := 0
+	for fd := range byFD {
+		top = max(top, fd)
+	}
+	files := make([]*os.File, top-2)
+	for fd, f := range byFD {
+		files[fd-3] = f
+	}
+	return files
+}

@@ -1,0 +1,120 @@
+package conformance
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Hostname is the hostname the container config sets; programs receive it
+// as argv[2] to check uname against.
+const Hostname = "moat-conformance"
+
+// bundle is the one OCI bundle every container run shares. Runs are
+// sequential, so config.json is rewritten with each run's arguments.
+type bundle struct {
+	dir    string
+	rootfs string
+}
+
+// newBundle lays out a bundle in dir: a rootfs holding the data files, the
+// program binaries from binDir under /conformance/bin and, if busybox is not
+// empty, busybox as /bin/busybox.
+func newBundle(dir, binDir string, progs []Program, busybox string) (*bundle, error) {
+	b := &bundle{dir: dir, rootfs: filepath.Join(dir, "rootfs")}
+	if err := os.MkdirAll(b.rootfs, 0o755); err != nil {
+		return nil, err
+	}
+	if err := writeRootfsData(b.rootfs); err != nil {
+		return nil, fmt.Errorf("writing the rootfs data: %w", err)
+	}
+	for _, p := range progs {
+		if err := copyFile(filepath.Join(binDir, p.binaryName()), b.binaryPath(p)); err != nil {
+			return nil, err
+		}
+	}
+	if busybox != "" {
+		if err := copyFile(busybox, filepath.Join(b.rootfs, "bin/busybox")); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// binaryPath is where a program's binary lies on the host.
+func (b *bundle) binaryPath(p Program) string {
+	return filepath.Join(b.rootfs, "conformance/bin", p.binaryName())
+}
+
+// writeConfig points the bundle's config.json at a new command line.
+func (b *bundle) writeConfig(args []string) error {
+	data, err := json.MarshalIndent(containerSpec(args), "", "\t")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(b.dir, "config.json.tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(b.dir, "config.json"))
+}
+
+// containerSpec is the container config: as little as a runtime needs, so
+// that the suite measures system calls and not configuration support.
+func containerSpec(args []string) *specs.Spec {
+	return &specs.Spec{
+		Version: specs.Version,
+		Process: &specs.Process{
+			User: specs.User{UID: 0, GID: 0},
+			Args: args,
+			// HOME is set explicitly because runc adds it when it is
+			// missing and other runtimes need not: the environment is
+			// then the config's alone, and busybox env can be compared.
+			Env:             []string{"PATH=/bin", "HOME=/"},
+			Cwd:             "/",
+			NoNewPrivileges: true,
+		},
+		Root:     &specs.Root{Path: "rootfs", Readonly: true},
+		Hostname: Hostname,
+		Mounts: []specs.Mount{
+			// runc needs /proc to close inherited descriptors. /dev
+			// is a tmpfs so that the runtime can create the devices
+			// the OCI spec requires without writing into the image.
+			{Destination: "/proc", Type: "proc", Source: "proc"},
+			{Destination: "/dev", Type: "tmpfs", Source: "tmpfs",
+				Options: []string{"nosuid", "noexec", "mode=755", "size=1m"}},
+		},
+		Linux: &specs.Linux{
+			Namespaces: []specs.LinuxNamespace{
+				{Type: specs.PIDNamespace},
+				{Type: specs.MountNamespace},
+				{Type: specs.IPCNamespace},
+				{Type: specs.UTSNamespace},
+				{Type: specs.NetworkNamespace},
+			},
+		},
+	}
+}
+
+// copyFile copies an executable, mode 0755 whatever the umask.
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Chmod(0o755)
+	}
+	return errors.Join(err, out.Close())
+}

@@ -1,0 +1,88 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"embed"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// The sources are embedded so that the runner binary works from any
+// directory, not only inside a checkout.
+//
+//go:embed programs/*.c programs/check.h
+var programFiles embed.FS
+
+// checkHeader is the header every program includes.
+const checkHeader = "check.h"
+
+// Program is one conformance program, programs/<family>_<topic>.c.
+type Program struct {
+	Name   string   // "family/topic", e.g. "file/read_write"
+	Family string   // the file name up to the first '_'
+	File   string   // the source file name, e.g. "file_read_write.c"
+	Covers []string // the system calls it asserts the behaviour of
+	source []byte
+}
+
+// Programs returns the embedded conformance programs, sorted by file name.
+func Programs() ([]Program, error) {
+	entries, err := programFiles.ReadDir("programs")
+	if err != nil {
+		return nil, err
+	}
+	var progs []Program
+	for _, e := range entries {
+		if path.Ext(e.Name()) != ".c" {
+			continue
+		}
+		src, err := programFiles.ReadFile("programs/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		p, err := parseProgram(e.Name(), src)
+		if err != nil {
+			return nil, err
+		}
+		progs = append(progs, p)
+	}
+	return progs, nil
+}
+
+// parseProgram derives a Program from its file name and source; the source
+// must carry exactly one "// covers: name ..." line.
+func parseProgram(file string, src []byte) (Program, error) {
+	stem := strings.TrimSuffix(file, ".c")
+	family, topic, ok := strings.Cut(stem, "_")
+	if !ok || family == "" || topic == "" || stem == file {
+		return Program{}, fmt.Errorf("%s: name is not <family>_<topic>.c", file)
+	}
+	p := Program{Name: family + "/" + topic, Family: family, File: file, source: src}
+	found := false
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "// covers:")
+		if !ok {
+			continue
+		}
+		if found {
+			return Program{}, fmt.Errorf("%s: more than one \"// covers:\" line", file)
+		}
+		found = true
+		p.Covers = strings.Fields(rest)
+	}
+	if err := sc.Err(); err != nil {
+		return Program{}, fmt.Errorf("%s: %w", file, err)
+	}
+	if len(p.Covers) == 0 {
+		return Program{}, fmt.Errorf("%s: no \"// covers: syscall ...\" line", file)
+	}
+	return p, nil
+}
+
+// binaryName is the file name of the program's binary in the rootfs.
+func (p Program) binaryName() string {
+	return strings.TrimSuffix(p.File, ".c")
+}

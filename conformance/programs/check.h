@@ -1,0 +1,195 @@
+/*
+ * check.h - the assertion helpers and test data every conformance program
+ * shares.
+ *
+ * A program calls check_init(argc, argv) first, asserts with the CHECK
+ * macros, and ends with `return check_finish();`. A failed check prints one
+ * line on stderr, "file.c:LINE: expected ..., got ...", and the program goes
+ * on, so one run reports every mismatch; the exit status is 1 if any check
+ * failed. stderr is unbuffered, so the lines survive a crash that follows.
+ *
+ * The runner calls every program as `prog MODE HOSTNAME`: MODE is "--native"
+ * on the host and "--sandbox" inside a container, HOSTNAME is the hostname the
+ * container's config sets. The working directory is the root of the bundle's
+ * rootfs in both cases ("/" inside the container), which is why the data paths
+ * below are relative: the same binary finds the same files either way.
+ *
+ * Each program is one translation unit, so the definitions here are plain
+ * (not extern) and functions are static inline to stay warning-free when a
+ * program does not use them.
+ */
+#ifndef CONFORMANCE_CHECK_H
+#define CONFORMANCE_CHECK_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/*
+ * The data files the runner puts in the rootfs (conformance/data.go writes
+ * them; keep the two in step).
+ */
+#define DATA_DIR "conformance/data"
+#define HELLO_PATH DATA_DIR "/hello.txt"
+#define HELLO_TEXT "Hello, moat conformance!\n"
+#define HELLO_LEN ((long)sizeof(HELLO_TEXT) - 1)
+#define BLOB_PATH DATA_DIR "/blob.bin" /* BLOB_LEN bytes of blob_byte(i) */
+#define BLOB_LEN 12388L                /* three pages and 100 bytes */
+#define LINK_PATH DATA_DIR "/link"     /* symlink to "hello.txt" */
+#define LINK_TARGET "hello.txt"
+#define LIST_DIR DATA_DIR "/dir" /* holds exactly: a, b (files), sub (dir) */
+
+/* blob_byte is the content of blob.bin at offset i: no period divides 4096,
+ * so a page read from the wrong offset cannot match by accident. */
+static inline unsigned char blob_byte(long i)
+{
+	return (unsigned char)((i * 31 + 7) % 251);
+}
+
+/* all_zero reports whether n bytes at p are all zero. */
+static inline int all_zero(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (b[i])
+			return 0;
+	return 1;
+}
+
+int check_failures;
+int check_native;           /* running on the host, not in a container */
+const char *check_hostname; /* the hostname the container config sets */
+
+static inline void check_fail(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static inline void check_fail(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	check_failures++;
+	fprintf(stderr, "%s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* check_errname names an errno value the way the man pages do. */
+static inline const char *check_errname(int e)
+{
+	const char *name = strerrorname_np(e);
+
+	return name ? name : "no error";
+}
+
+static inline void check_init(int argc, char **argv)
+{
+	if (argc != 3 || (strcmp(argv[1], "--native") != 0 &&
+			  strcmp(argv[1], "--sandbox") != 0)) {
+		fprintf(stderr, "usage: %s --native|--sandbox HOSTNAME\n", argv[0]);
+		exit(2);
+	}
+	check_native = strcmp(argv[1], "--native") == 0;
+	check_hostname = argv[2];
+}
+
+static inline int check_finish(void)
+{
+	return check_failures ? 1 : 0;
+}
+
+/*
+ * syscall(2) is variadic, so an int passed where the kernel reads a 64-bit
+ * offset arrives with undefined upper bits (-1 becomes 4294967295). These
+ * wrappers give the offsets their real type.
+ */
+static inline long sys_lseek(int fd, long off, int whence)
+{
+	return syscall(SYS_lseek, fd, off, whence);
+}
+
+static inline long sys_pread64(int fd, void *buf, size_t n, long off)
+{
+	return syscall(SYS_pread64, fd, buf, n, off);
+}
+
+static inline long sys_pwrite64(int fd, const void *buf, size_t n, long off)
+{
+	return syscall(SYS_pwrite64, fd, buf, n, off);
+}
+
+/* CHECK asserts that a condition holds. */
+#define CHECK(cond)                                                        \
+	do {                                                               \
+		if (!(cond))                                               \
+			check_fail(__FILE__, __LINE__, "expected %s", #cond); \
+	} while (0)
+
+/* CHECK_EQ asserts that an integer expression has the wanted value. */
+#define CHECK_EQ(got, want)                                                  \
+	do {                                                                 \
+		long long check_g_ = (long long)(got);                       \
+		long long check_w_ = (long long)(want);                      \
+		if (check_g_ != check_w_)                                    \
+			check_fail(__FILE__, __LINE__,                       \
+				   "expected %s == %lld, got %lld", #got,    \
+				   check_w_, check_g_);                      \
+	} while (0)
+
+/* CHECK_STR asserts that a string equals the wanted one. */
+#define CHECK_STR(got, want)                                                 \
+	do {                                                                 \
+		const char *check_gs_ = (got), *check_ws_ = (want);          \
+		if (strcmp(check_gs_, check_ws_) != 0)                       \
+			check_fail(__FILE__, __LINE__,                       \
+				   "expected %s == \"%s\", got \"%s\"", #got, \
+				   check_ws_, check_gs_);                    \
+	} while (0)
+
+/* CHECK_MEM asserts that n bytes at got equal those at want. */
+#define CHECK_MEM(got, want, n)                                              \
+	do {                                                                 \
+		if (memcmp((got), (want), (n)) != 0)                         \
+			check_fail(__FILE__, __LINE__,                       \
+				   "expected %s to hold %s (%ld bytes)", #got, \
+				   #want, (long)(n));                        \
+	} while (0)
+
+/*
+ * CHECK_OK asserts that a call returning -1 on error succeeds, and yields its
+ * result (a pointer result arrives as a long; MAP_FAILED is -1 too).
+ */
+#define CHECK_OK(call)                                                       \
+	({                                                                   \
+		long check_r_ = (long)(call);                                \
+		if (check_r_ == -1)                                          \
+			check_fail(__FILE__, __LINE__,                       \
+				   "expected %s to succeed, got -1 (%s)",    \
+				   #call, check_errname(errno));             \
+		check_r_;                                                    \
+	})
+
+/* CHECK_ERR asserts that a call returning -1 on error fails with errno err. */
+#define CHECK_ERR(call, err)                                                 \
+	do {                                                                 \
+		errno = 0;                                                   \
+		long check_r_ = (long)(call);                                \
+		int check_e_ = errno;                                        \
+		if (check_r_ != -1 || check_e_ != (err))                     \
+			check_fail(__FILE__, __LINE__,                       \
+				   "expected %s to fail with %s, got %ld (%s)", \
+				   #call, #err, check_r_,                    \
+				   check_r_ == -1 ? check_errname(check_e_)  \
+						  : "no error");             \
+	} while (0)
+
+#endif

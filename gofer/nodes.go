@@ -1,0 +1,83 @@
+package gofer
+
+import "golang.org/x/sys/unix"
+
+// maxHeld bounds the host fds one client can make the gofer hold, so a
+// runaway or hostile sentry gets ENFILE instead of exhausting the gofer.
+const maxHeld = 1 << 20
+
+// node is a host file held open with O_PATH.
+//
+// A node remembers its parent and its name there because re-opening for
+// I/O goes back through the parent (see reopen). So a parent stays open as
+// long as any child does, even after the client released it: refs counts
+// the client's handle (until Release) plus one per child node.
+type node struct {
+	fd       int
+	parent   *node  // nil for the root
+	name     string // in parent
+	dev, ino uint64
+	mode     uint32
+	refs     int
+}
+
+func (s *session) lookup(id NodeID) (*node, error) {
+	n, ok := s.nodes[id]
+	if !ok {
+		return nil, unix.EBADF
+	}
+	return n, nil
+}
+
+// add takes ownership of fd, a child of parent, and hands out a fresh ID
+// for it. Each successful Walk gets its own ID, to be released once.
+func (s *session) add(parent *node, name string, fd int, st *unix.Stat_t) NodeID {
+	parent.refs++
+	s.held++
+	s.last++
+	s.nodes[s.last] = &node{
+		fd: fd, parent: parent, name: name,
+		dev: st.Dev, ino: st.Ino, mode: st.Mode,
+		refs: 1,
+	}
+	return s.last
+}
+
+// release drops the client's handle on id. Unknown IDs and the root are
+// ignored: Release has no answer that could carry an error.
+func (s *session) release(id NodeID) {
+	n, ok := s.nodes[id]
+	if !ok || id == RootNode {
+		return
+	}
+	delete(s.nodes, id)
+	s.unref(n)
+}
+
+// unref drops one reference and closes every node, up the parent chain,
+// that this leaves unreferenced. It loops rather than recurses: chains are
+// as deep as the client walked.
+func (s *session) unref(n *node) {
+	for n != nil {
+		if n.refs--; n.refs > 0 {
+			return
+		}
+		unix.Close(n.fd)
+		s.held--
+		n = n.parent
+	}
+}
+
+// closeAll closes every fd the session holds. Parents kept only for their
+// children are reached through the chains of the nodes still in the table.
+// Calling it again does nothing.
+func (s *session) closeAll() {
+	root := s.nodes[RootNode]
+	for id, n := range s.nodes {
+		if id != RootNode {
+			s.unref(n)
+		}
+	}
+	clear(s.nodes)
+	s.unref(root)
+}

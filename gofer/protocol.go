@@ -1,0 +1,226 @@
+package gofer
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+)
+
+// Wire format. One request and one answer per SOCK_SEQPACKET message, so
+// the socket itself keeps message boundaries; integers are little-endian and
+// no message is longer than maxMessage.
+//
+//	request: op u8, then the op's arguments
+//	answer:  errno u32 (0 on success), then, on success only, the op's results
+//
+//	op          arguments                  results
+//	opHello     version u32                version u32
+//	opStat      node u64                   attr
+//	opWalk      dir u64, name              node u64, attr
+//	opOpen      node u64, flags u32        none; the fd rides in SCM_RIGHTS
+//	opReadDir   dir u64, cookie u64        next cookie u64, eof u8, entries
+//	opReadLink  node u64                   target
+//	opRelease   node u64, ...              none
+//
+// A name or link target fills the rest of its message, so it carries no
+// length of its own. An attr is encoded by appendAttr; a directory entry is
+// ino u64, type u8, name length u16, name. The first request on a
+// connection must be opHello; the server answers anything else with EPROTO
+// until it has agreed on the version.
+const (
+	opHello uint8 = iota + 1
+	opStat
+	opWalk
+	opOpen
+	opReadDir
+	opReadLink
+	opRelease
+)
+
+const (
+	protocolVersion = 1
+
+	// maxMessage bounds every request and answer. ReadDir answers are
+	// paged to fit it, and Release batches are split to fit it.
+	maxMessage = 64 << 10
+
+	// maxRelease is how many node IDs fit in one opRelease request.
+	maxRelease = (maxMessage - 1) / 8
+
+	// maxName is NAME_MAX: no host file system accepts a longer component.
+	maxName = 255
+)
+
+// NodeID names a host file the gofer holds open (O_PATH) for one client.
+type NodeID uint64
+
+// RootNode is the root of the served tree, valid once the handshake is done
+// (the Client does it on its first call) and never released.
+const RootNode NodeID = 1
+
+// Attr is what fstatat says about a node, AT_SYMLINK_NOFOLLOW.
+type Attr struct {
+	Ino, Dev, Rdev      uint64
+	Mode                uint32 // st_mode, type bits included
+	Nlink               uint64
+	UID, GID            uint32
+	Size, Blocks        int64
+	Blksize             int64
+	Atime, Mtime, Ctime unix.Timespec
+}
+
+// Dirent is one directory entry as getdents64 gave it.
+type Dirent struct {
+	Name string
+	Ino  uint64
+	Type uint8 // DT_*
+}
+
+func attrOf(st *unix.Stat_t) Attr {
+	return Attr{
+		Ino: st.Ino, Dev: st.Dev, Rdev: st.Rdev,
+		Mode:  st.Mode,
+		Nlink: uint64(st.Nlink),
+		UID:   st.Uid, GID: st.Gid,
+		Size: st.Size, Blocks: st.Blocks,
+		Blksize: int64(st.Blksize),
+		Atime:   st.Atim, Mtime: st.Mtim, Ctime: st.Ctim,
+	}
+}
+
+var le = binary.LittleEndian
+
+func appendAttr(b []byte, a *Attr) []byte {
+	b = le.AppendUint64(b, a.Ino)
+	b = le.AppendUint64(b, a.Dev)
+	b = le.AppendUint64(b, a.Rdev)
+	b = le.AppendUint32(b, a.Mode)
+	b = le.AppendUint64(b, a.Nlink)
+	b = le.AppendUint32(b, a.UID)
+	b = le.AppendUint32(b, a.GID)
+	b = le.AppendUint64(b, uint64(a.Size))
+	b = le.AppendUint64(b, uint64(a.Blocks))
+	b = le.AppendUint64(b, uint64(a.Blksize))
+	for _, t := range []*unix.Timespec{&a.Atime, &a.Mtime, &a.Ctime} {
+		b = le.AppendUint64(b, uint64(t.Sec))
+		b = le.AppendUint64(b, uint64(t.Nsec))
+	}
+	return b
+}
+
+func (d *decoder) attr() Attr {
+	var a Attr
+	a.Ino = d.u64()
+	a.Dev = d.u64()
+	a.Rdev = d.u64()
+	a.Mode = d.u32()
+	a.Nlink = d.u64()
+	a.UID = d.u32()
+	a.GID = d.u32()
+	a.Size = int64(d.u64())
+	a.Blocks = int64(d.u64())
+	a.Blksize = int64(d.u64())
+	for _, t := range []*unix.Timespec{&a.Atime, &a.Mtime, &a.Ctime} {
+		t.Sec = int64(d.u64())
+		t.Nsec = int64(d.u64())
+	}
+	return a
+}
+
+func appendDirent(b []byte, ino uint64, typ uint8, name []byte) []byte {
+	b = le.AppendUint64(b, ino)
+	b = append(b, typ)
+	b = le.AppendUint16(b, uint16(len(name)))
+	return append(b, name...)
+}
+
+func (d *decoder) dirent() Dirent {
+	var e Dirent
+	e.Ino = d.u64()
+	e.Type = d.u8()
+	e.Name = string(d.take(int(d.u16())))
+	return e
+}
+
+// decoder reads a message front to back. Running short sets bad and makes
+// every later read return zero, so callers check once at the end.
+type decoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.bad || len(d.b) < n {
+		d.bad = true
+		return nil
+	}
+	p := d.b[:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *decoder) u8() uint8 {
+	if p := d.take(1); p != nil {
+		return p[0]
+	}
+	return 0
+}
+
+func (d *decoder) u16() uint16 {
+	if p := d.take(2); p != nil {
+		return le.Uint16(p)
+	}
+	return 0
+}
+
+func (d *decoder) u32() uint32 {
+	if p := d.take(4); p != nil {
+		return le.Uint32(p)
+	}
+	return 0
+}
+
+func (d *decoder) u64() uint64 {
+	if p := d.take(8); p != nil {
+		return le.Uint64(p)
+	}
+	return 0
+}
+
+func (d *decoder) rest() []byte {
+	p := d.b
+	d.b = nil
+	return p
+}
+
+func (d *decoder) empty() bool { return len(d.b) == 0 }
+
+// ok reports whether every read succeeded and nothing is left over: a
+// message with trailing bytes is as malformed as a short one.
+func (d *decoder) ok() bool { return !d.bad && len(d.b) == 0 }
+
+// sendMsg writes one message, donating fd in SCM_RIGHTS if it is not -1.
+// MSG_NOSIGNAL: a vanished peer is an EPIPE to handle, not a signal.
+func sendMsg(sock int, b []byte, fd int) error {
+	var oob []byte
+	if fd >= 0 {
+		oob = unix.UnixRights(fd)
+	}
+	for {
+		err := unix.Sendmsg(sock, b, oob, nil, unix.MSG_NOSIGNAL)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// recvMsg reads one message. With a nil oob the kernel discards, rather
+// than installs, any fd the peer tries to send.
+func recvMsg(sock int, b, oob []byte, flags int) (n, oobn, rflags int, err error) {
+	for {
+		n, oobn, rflags, _, err = unix.Recvmsg(sock, b, oob, flags)
+		if err != unix.EINTR {
+			return n, oobn, rflags, err
+		}
+	}
+}

@@ -1,0 +1,55 @@
+// Package state keeps what moat knows about each container between CLI
+// invocations: one directory per container under the root (--root) holding
+// state.json and the sandbox's control socket, the lifecycle that says which
+// command may act on a container in which status, and the exclusive lock on
+// the directory that keeps two commands on one container from interleaving.
+//
+// It must never take a container's status from the record alone: the sentry
+// process is the truth, and the record only says how far the CLI got. It
+// must never signal a pid without first checking that the pid still names
+// the process it recorded.
+package state
+
+import (
+	"fmt"
+	"time"
+)
+
+// Container is the record in state.json.
+type Container struct {
+	ID          string            `json:"id"`
+	Bundle      string            `json:"bundle"` // absolute
+	Rootfs      string            `json:"rootfs"` // absolute
+	Created     time.Time         `json:"created"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Recorded is how far the CLI got (creating, created or running);
+	// Status combines it with the sentry's liveness.
+	Recorded Status  `json:"status"`
+	Sentry   Process `json:"sentry"` // its pid is the container's pid
+	Gofer    Process `json:"gofer"`
+
+	// Owner is the user owning the state directory, filled in on load.
+	Owner string `json:"-"`
+}
+
+// Status derives the container's status as runc does: whatever the record
+// says, a container whose sentry is gone, a zombie or a different process
+// with the same pid has stopped.
+func (c *Container) Status() Status {
+	if !c.Sentry.Alive() {
+		return Stopped
+	}
+	return c.Recorded
+}
+
+// Record notes that the CLI took the container to, if the lifecycle allows
+// the move from what was recorded before. It looks at the record, not at the
+// derived status: a sentry that dies right after `moat start` still leaves a
+// record that says it was started. The caller saves the record.
+func (c *Container) Record(to Status) error {
+	if !c.Recorded.CanBecome(to) {
+		return fmt.Errorf("container %s cannot go from %s to %s", c.ID, c.Recorded, to)
+	}
+	c.Recorded = to
+	return nil
+}

@@ -1,0 +1,6 @@
+//go:build !cgo
+
+package systrap
+
+// builtWithCgo: see cgo.go.
+const builtWithCgo = false

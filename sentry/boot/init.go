@@ -1,0 +1,71 @@
+package boot
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/fs/host"
+	"github.com/moat-sandbox/moat/sentry/kernel"
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+type specsSpec = specs.Spec
+
+var timeNow = time.Now
+
+// defaultUmask is what runc gives a process whose config sets none.
+const defaultUmask = 0o022
+
+// rlimitNames maps the OCI rlimit names to Linux resource numbers.
+var rlimitNames = map[string]int{
+	"RLIMIT_CPU": unix.RLIMIT_CPU, "RLIMIT_FSIZE": unix.RLIMIT_FSIZE, "RLIMIT_DATA": unix.RLIMIT_DATA,
+	"RLIMIT_STACK": unix.RLIMIT_STACK, "RLIMIT_CORE": unix.RLIMIT_CORE, "RLIMIT_RSS": unix.RLIMIT_RSS,
+	"RLIMIT_NPROC": unix.RLIMIT_NPROC, "RLIMIT_NOFILE": unix.RLIMIT_NOFILE, "RLIMIT_MEMLOCK": unix.RLIMIT_MEMLOCK,
+	"RLIMIT_AS": unix.RLIMIT_AS, "RLIMIT_LOCKS": unix.RLIMIT_LOCKS, "RLIMIT_SIGPENDING": unix.RLIMIT_SIGPENDING,
+	"RLIMIT_MSGQUEUE": unix.RLIMIT_MSGQUEUE, "RLIMIT_NICE": unix.RLIMIT_NICE, "RLIMIT_RTPRIO": unix.RLIMIT_RTPRIO,
+	"RLIMIT_RTTIME": unix.RLIMIT_RTTIME,
+}
+
+// initSpec translates the OCI process into the kernel's terms.
+func initSpec(p *specs.Process) (kernel.InitSpec, error) {
+	s := kernel.InitSpec{Argv: p.Args, Env: p.Env, Cwd: p.Cwd, UID: p.User.UID, GID: p.User.GID,
+		Groups: p.User.AdditionalGids, Umask: defaultUmask, Limits: make(map[int]kernel.Limit)}
+	if p.User.Umask != nil {
+		s.Umask = *p.User.Umask & 0o777
+	}
+	for _, r := range p.Rlimits {
+		n, ok := rlimitNames[strings.ToUpper(r.Type)]
+		if !ok {
+			return s, &kernel.InitError{Msg: fmt.Sprintf("process.rlimits: unknown rlimit type %q", r.Type)}
+		}
+		s.Limits[n] = kernel.Limit{Cur: r.Soft, Max: r.Hard}
+	}
+	return s, nil
+}
+
+// stdioFiles wraps the sentry's fds 0, 1 and 2, which `moat create` set to
+// the container's stdio, as the guest's.
+func stdioFiles() ([3]*vfs.File, error) {
+	var files [3]*vfs.File
+	for fd := 0; fd < 3; fd++ {
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+		if err != nil {
+			continue // closed: the guest finds the fd closed too
+		}
+		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
+		if err != nil {
+			return files, fmt.Errorf("stdio fd %d: %w", fd, err)
+		}
+		impl, err := host.New(dup, nil)
+		if err != nil {
+			unix.Close(dup)
+			return files, fmt.Errorf("stdio fd %d: %w", fd, err)
+		}
+		files[fd] = vfs.NewFile(impl, vfs.Path{}, flags&(unix.O_ACCMODE|unix.O_APPEND|unix.O_NONBLOCK))
+	}
+	return files, nil
+}

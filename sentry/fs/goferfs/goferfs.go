@@ -1,0 +1,121 @@
+// Package goferfs is a file system served by the sandbox's gofer: every
+// lookup, listing and open goes to the gofer over its socket, and opened
+// files come back as host descriptors that the sentry reads and writes
+// directly. It holds no host paths: the gofer alone knows where the tree is.
+package goferfs
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/gofer"
+	"github.com/moat-sandbox/moat/sentry/fs/host"
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// fs is one mounted gofer tree.
+type fs struct {
+	client *gofer.Client
+	dev    uint64 // the device number the guest sees for every file
+}
+
+// inode is one file the gofer holds for us. Attributes are read once, at
+// walk time: the tree is the container image and does not change under the
+// sandbox.
+type inode struct {
+	fs   *fs
+	node gofer.NodeID
+	attr vfs.Stat
+}
+
+// New returns the root dentry of the gofer's tree.
+func New(c *gofer.Client) (*vfs.Dentry, error) {
+	f := &fs{client: c, dev: vfs.NewAnonDev()}
+	a, err := c.Stat(gofer.RootNode)
+	if err != nil {
+		return nil, err
+	}
+	return vfs.NewRoot(&inode{fs: f, node: gofer.RootNode, attr: f.stat(a)}), nil
+}
+
+func (f *fs) stat(a gofer.Attr) vfs.Stat {
+	return vfs.Stat{Dev: f.dev, Ino: a.Ino, Rdev: a.Rdev, Mode: a.Mode, Nlink: a.Nlink, UID: a.UID, GID: a.GID,
+		Size: a.Size, Blksize: a.Blksize, Blocks: a.Blocks, Atime: a.Atime, Mtime: a.Mtime, Ctime: a.Ctime}
+}
+
+// Stat implements vfs.Inode.
+func (i *inode) Stat() (vfs.Stat, error) { return i.attr, nil }
+
+// Lookup implements vfs.Inode.
+func (i *inode) Lookup(name string) (vfs.Inode, error) {
+	if i.attr.Type() != unix.S_IFDIR {
+		return nil, unix.ENOTDIR
+	}
+	n, a, err := i.fs.client.Walk(i.node, name)
+	if err != nil {
+		return nil, err
+	}
+	return &inode{fs: i.fs, node: n, attr: i.fs.stat(a)}, nil
+}
+
+// ReadDir implements vfs.Inode.
+func (i *inode) ReadDir() ([]vfs.Dirent, error) {
+	if i.attr.Type() != unix.S_IFDIR {
+		return nil, unix.ENOTDIR
+	}
+	ents, err := i.fs.client.ReadDir(i.node)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]vfs.Dirent, len(ents))
+	for k, e := range ents {
+		out[k] = vfs.Dirent{Name: e.Name, Ino: e.Ino, Type: e.Type}
+	}
+	return out, nil
+}
+
+// Readlink implements vfs.Inode.
+func (i *inode) Readlink() (string, error) {
+	if i.attr.Type() != unix.S_IFLNK {
+		return "", unix.EINVAL
+	}
+	return i.fs.client.ReadLink(i.node)
+}
+
+// Open implements vfs.Inode.
+func (i *inode) Open(flags int) (vfs.FileImpl, error) {
+	switch i.attr.Type() {
+	case unix.S_IFDIR:
+		return dirFile{i}, nil
+	case unix.S_IFREG, unix.S_IFIFO:
+	default:
+		// Device nodes in an image never reach the host's devices.
+		return nil, unix.EACCES
+	}
+	// O_APPEND stays in the sentry: a host pwrite on an O_APPEND descriptor
+	// would ignore the offset the sentry chose.
+	fd, err := i.fs.client.Open(i.node, flags&(unix.O_ACCMODE|unix.O_TRUNC|unix.O_NONBLOCK))
+	if err != nil {
+		return nil, err
+	}
+	f, err := host.New(fd, func(s *vfs.Stat) { s.Dev = i.fs.dev })
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return f, nil
+}
+
+// dirFile is an open directory: listing goes through the inode, and vfs
+// answers reads with EISDIR.
+type dirFile struct{ i *inode }
+
+func (dirFile) Read(*vfs.IOSeq, int64) (int, error)  { return 0, unix.EISDIR }
+func (dirFile) Write(*vfs.IOSeq, int64) (int, error) { return 0, unix.EISDIR }
+func (d dirFile) Stat() (vfs.Stat, error)            { return d.i.attr, nil }
+func (dirFile) Ioctl(uint32, uintptr, vfs.IoctlIO) (uintptr, error) {
+	return 0, unix.ENOTTY
+}
+func (dirFile) Release() {}
+
+// Directories are seekable: lseek(fd, 0, SEEK_SET) rewinds a listing.
+func (dirFile) Size() (int64, error) { return 0, nil }

@@ -1,0 +1,168 @@
+// Package host provides open files backed by host file descriptors that the
+// sentry was given: files the gofer opened and donated, and the container's
+// stdio. The sentry only ever reads, writes, stats and (for terminals)
+// forwards a few ioctls on such descriptors; it never opens host paths.
+package host
+
+import (
+	"io"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// bufferedChunk bounds one read or write through a sentry buffer: a guest
+// asking to read a gigabyte from a pipe gets what the pipe has, at most this.
+const bufferedChunk = 64 << 10
+
+// File is an open host descriptor.
+type File struct {
+	fd       int
+	regular  bool // seekable, never blocks: I/O goes straight to guest memory
+	isTTY    bool
+	statHook func(*vfs.Stat) // rewrites host attributes the guest must not see
+}
+
+// New wraps fd, which the File now owns. statHook, if set, adjusts what
+// Stat reports (a file system's device number and inode identity).
+func New(fd int, statHook func(*vfs.Stat)) (*File, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	f := &File{fd: fd, regular: st.Mode&unix.S_IFMT == unix.S_IFREG, statHook: statHook}
+	if st.Mode&unix.S_IFMT == unix.S_IFCHR {
+		_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+		f.isTTY = err == nil
+	}
+	return f, nil
+}
+
+// FD is the host descriptor.
+func (f *File) FD() int { return f.fd }
+
+// Read implements vfs.FileImpl.
+func (f *File) Read(dst *vfs.IOSeq, off int64) (int, error) {
+	if f.regular {
+		return dst.WithSlices(true, func(bufs [][]byte) (int, error) {
+			return ignoreEINTR(func() (int, error) { return unix.Preadv(f.fd, bufs, off) })
+		})
+	}
+	buf := make([]byte, min(dst.Len(), bufferedChunk))
+	n, err := ignoreEINTR(func() (int, error) { return unix.Read(f.fd, buf) })
+	if n <= 0 {
+		return 0, err
+	}
+	return dst.CopyOut(buf[:n])
+}
+
+// Write implements vfs.FileImpl.
+func (f *File) Write(src *vfs.IOSeq, off int64) (int, error) {
+	if f.regular {
+		return src.WithSlices(false, func(bufs [][]byte) (int, error) {
+			return ignoreEINTR(func() (int, error) { return unix.Pwritev(f.fd, bufs, off) })
+		})
+	}
+	total := src.Len()
+	buf := make([]byte, min(total, bufferedChunk))
+	done := 0
+	for done < total {
+		// The guest buffer is read once per chunk, in order.
+		n, err := src.CopyIn(buf[:min(len(buf), total-done)])
+		if err != nil || n == 0 {
+			if done == 0 {
+				return 0, err
+			}
+			return done, nil
+		}
+		w, err := writeAll(f.fd, buf[:n])
+		done += w
+		if err != nil {
+			if done == 0 {
+				return 0, err
+			}
+			return done, nil
+		}
+		src = src.Skip(n)
+	}
+	return done, nil
+}
+
+func writeAll(fd int, b []byte) (int, error) {
+	done := 0
+	for done < len(b) {
+		n, err := unix.Write(fd, b[done:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return done, err
+		}
+		done += n
+	}
+	return done, nil
+}
+
+func ignoreEINTR(fn func() (int, error)) (int, error) {
+	for {
+		n, err := fn()
+		if err != unix.EINTR {
+			if n < 0 {
+				n = 0
+			}
+			return n, err
+		}
+	}
+}
+
+// Stat implements vfs.FileImpl.
+func (f *File) Stat() (vfs.Stat, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(f.fd, &st); err != nil {
+		return vfs.Stat{}, err
+	}
+	s := FromUnix(&st)
+	if f.statHook != nil {
+		f.statHook(&s)
+	}
+	return s, nil
+}
+
+// Size implements vfs.Seeker for regular files.
+func (f *File) Size() (int64, error) {
+	st, err := f.Stat()
+	return st.Size, err
+}
+
+// Release implements vfs.FileImpl.
+func (f *File) Release() { unix.Close(f.fd) }
+
+// FromUnix converts a host stat.
+func FromUnix(st *unix.Stat_t) vfs.Stat {
+	return vfs.Stat{
+		Dev: st.Dev, Ino: st.Ino, Rdev: st.Rdev, Mode: st.Mode, Nlink: st.Nlink,
+		UID: st.Uid, GID: st.Gid, Size: st.Size, Blksize: st.Blksize, Blocks: st.Blocks,
+		Atime: st.Atim, Mtime: st.Mtim, Ctime: st.Ctim,
+	}
+}
+
+// ReadAt reads into a sentry buffer at off (for the program loader and file
+// mappings, which copy file contents into the memory file).
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	done := 0
+	for done < len(p) {
+		n, err := unix.Pread(f.fd, p[done:], off+int64(done))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return done, err
+		}
+		if n == 0 {
+			return done, io.EOF
+		}
+		done += n
+	}
+	return done, nil
+}

@@ -1,0 +1,187 @@
+package kernel
+
+import (
+	"bytes"
+	"io"
+	"path"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/platform"
+	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/loader"
+	"github.com/moat-sandbox/moat/sentry/mm"
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// Limits on interpreter scripts, as in Linux's binfmt_script.
+const (
+	scriptHeaderMax = 256 // BINPRM_BUF_SIZE
+	maxScriptDepth  = 4
+)
+
+// image is a program ready to run: its memory, a thread in it, registers.
+type image struct {
+	mm   *mm.MemoryManager
+	ctx  platform.Context
+	regs arch.Registers
+	comm string
+}
+
+// execFile is an open executable: its path and a reader over its bytes.
+type execFile struct {
+	path vfs.Path
+	r    io.ReaderAt
+}
+
+// openExec resolves name for execution and opens it: it must be a regular
+// file with an execute bit.
+func (k *Kernel) openExec(res vfs.Resolver, name string) (execFile, error) {
+	p, err := res.Lookup(name, true)
+	if err != nil {
+		return execFile{}, err
+	}
+	st, err := p.Dentry.Inode().Stat()
+	if err != nil {
+		return execFile{}, err
+	}
+	if st.Type() != unix.S_IFREG || st.Mode&0o111 == 0 {
+		return execFile{}, unix.EACCES
+	}
+	impl, err := p.Dentry.Inode().Open(unix.O_RDONLY)
+	if err != nil {
+		return execFile{}, err
+	}
+	r, ok := impl.(io.ReaderAt)
+	if !ok {
+		impl.Release()
+		return execFile{}, unix.ENOEXEC
+	}
+	return execFile{path: p, r: r}, nil
+}
+
+func (f execFile) close() {
+	if impl, ok := f.r.(vfs.FileImpl); ok {
+		impl.Release()
+	}
+}
+
+// loadProgram builds a new address space running the program at name, as
+// execve does: interpreter scripts are followed, ELF images loaded.
+func (k *Kernel) loadProgram(res vfs.Resolver, creds *Credentials, name string, argv, envv []string) (*image, error) {
+	for depth := 0; ; depth++ {
+		f, err := k.openExec(res, name)
+		if err != nil {
+			return nil, err
+		}
+		var head [scriptHeaderMax]byte
+		n, err := f.r.ReadAt(head[:], 0)
+		if err != nil && err != io.EOF {
+			f.close()
+			return nil, err
+		}
+		if n >= 2 && head[0] == '#' && head[1] == '!' {
+			f.close()
+			if depth == maxScriptDepth {
+				return nil, unix.ELOOP
+			}
+			interp, arg, err := parseShebang(head[2:n])
+			if err != nil {
+				return nil, err
+			}
+			// argv[0] is replaced by the interpreter, its argument and the
+			// script's path.
+			nargv := []string{interp}
+			if arg != "" {
+				nargv = append(nargv, arg)
+			}
+			if len(argv) > 0 {
+				argv = argv[1:]
+			}
+			argv = append(append(nargv, name), argv...)
+			name = interp
+			continue
+		}
+		img, err := k.loadELF(res, creds, f, name, argv, envv)
+		f.close()
+		return img, err
+	}
+}
+
+// parseShebang splits a "#!" line into the interpreter and one optional
+// argument (everything after the first blank, trimmed).
+func parseShebang(b []byte) (string, string, error) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		if len(b) == scriptHeaderMax-2 {
+			return "", "", unix.ENOEXEC // the line does not fit
+		}
+		i = len(b)
+	}
+	line := strings.Trim(string(b[:i]), " \t")
+	if line == "" {
+		return "", "", unix.ENOEXEC
+	}
+	interp, arg, _ := strings.Cut(line, " ")
+	if j := strings.IndexByte(interp, '\t'); j >= 0 {
+		interp, arg = interp[:j], interp[j+1:]+" "+arg
+	}
+	return interp, strings.Trim(arg, " \t"), nil
+}
+
+// loadELF loads an ELF executable into a fresh address space.
+func (k *Kernel) loadELF(res vfs.Resolver, creds *Credentials, f execFile, name string, argv, envv []string) (*image, error) {
+	as, err := k.Platform.NewAddressSpace()
+	if err != nil {
+		return nil, err
+	}
+	m := mm.New(k.MemFile, as, k.Platform.MaxUserAddress())
+	ok := false
+	defer func() {
+		if !ok {
+			m.Release()
+		}
+	}()
+	top := m.MaxAddr() - randomPages(1<<16)
+	m.SetMmapBase(top - loader.StackSize - 128<<20 - randomPages(1<<16))
+	interpRes := vfs.Resolver{Root: res.Root, Start: res.Root}
+	img, err := loader.Load(m, f.r, vfs.PathName(f.path, res.Root), func(p string) (loader.File, error) {
+		ef, err := k.openExec(interpRes, p)
+		if err != nil {
+			return nil, err
+		}
+		return ef.r, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.SetBrkBase(img.BrkStart + randomPages(1<<13))
+
+	var rnd [16]byte
+	unix.Getrandom(rnd[:], 0)
+	creds.Lock()
+	sa := loader.StackArgs{Argv: argv, Envv: envv, Execfn: name, Random: rnd,
+		UID: creds.UID, EUID: creds.EUID, GID: creds.GID, EGID: creds.EGID,
+		HWCap: k.HWCap, HWCap2: k.HWCap2, MinSigStk: k.MinSigStackSize}
+	creds.Unlock()
+	sp, err := loader.SetupStack(m, top, img, sa)
+	if err != nil {
+		return nil, err
+	}
+	ctx, err := as.NewContext()
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	return &image{mm: m, ctx: ctx, comm: path.Base(name),
+		regs: arch.Registers{Rip: uint64(img.Entry), Rsp: uint64(sp), Eflags: arch.InitialEflags}}, nil
+}
+
+// randomPages returns a random multiple of the page size below n pages.
+func randomPages(n uint64) uintptr {
+	var b [8]byte
+	unix.Getrandom(b[:], 0)
+	v := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24
+	return uintptr(v%n) * mm.PageSize
+}

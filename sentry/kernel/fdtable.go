@@ -1,0 +1,138 @@
+package kernel
+
+import (
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// FDTable maps a process's file descriptors to open files.
+type FDTable struct {
+	mu    sync.Mutex
+	files []fdEntry // index is the fd
+}
+
+type fdEntry struct {
+	file    *vfs.File
+	cloexec bool
+}
+
+// NewFDTable returns an empty table.
+func NewFDTable() *FDTable { return &FDTable{} }
+
+// Get returns the file at fd with a reference the caller must drop.
+func (t *FDTable) Get(fd int32) (*vfs.File, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if fd < 0 || int(fd) >= len(t.files) || t.files[fd].file == nil {
+		return nil, unix.EBADF
+	}
+	f := t.files[fd].file
+	f.IncRef()
+	return f, nil
+}
+
+// Install puts f at the lowest free fd at or above min, below limit, taking
+// a reference.
+func (t *FDTable) Install(f *vfs.File, min int32, cloexec bool, limit uint64) (int32, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fd := min
+	for int(fd) < len(t.files) && t.files[fd].file != nil {
+		fd++
+	}
+	if uint64(fd) >= limit {
+		return -1, unix.EMFILE
+	}
+	t.setLocked(fd, f, cloexec)
+	return fd, nil
+}
+
+// InstallAt puts f at fd, closing what was there (dup2), taking a reference.
+func (t *FDTable) InstallAt(fd int32, f *vfs.File, cloexec bool, limit uint64) error {
+	if fd < 0 || uint64(fd) >= limit {
+		return unix.EBADF
+	}
+	t.mu.Lock()
+	var old *vfs.File
+	if int(fd) < len(t.files) {
+		old = t.files[fd].file
+	}
+	t.setLocked(fd, f, cloexec)
+	t.mu.Unlock()
+	if old != nil {
+		old.DecRef()
+	}
+	return nil
+}
+
+func (t *FDTable) setLocked(fd int32, f *vfs.File, cloexec bool) {
+	for int(fd) >= len(t.files) {
+		t.files = append(t.files, fdEntry{})
+	}
+	f.IncRef()
+	t.files[fd] = fdEntry{file: f, cloexec: cloexec}
+}
+
+// Remove takes f out of the table and returns it (with the table's
+// reference, which the caller drops).
+func (t *FDTable) Remove(fd int32) (*vfs.File, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if fd < 0 || int(fd) >= len(t.files) || t.files[fd].file == nil {
+		return nil, unix.EBADF
+	}
+	f := t.files[fd].file
+	t.files[fd] = fdEntry{}
+	return f, nil
+}
+
+// CloseRange closes fds in [first, last], or marks them close-on-exec.
+func (t *FDTable) CloseRange(first, last uint32, cloexecOnly bool) {
+	var closed []*vfs.File
+	t.mu.Lock()
+	for fd := uint64(first); fd <= uint64(last) && fd < uint64(len(t.files)); fd++ {
+		e := &t.files[fd]
+		if e.file == nil {
+			continue
+		}
+		if cloexecOnly {
+			e.cloexec = true
+			continue
+		}
+		closed = append(closed, e.file)
+		*e = fdEntry{}
+	}
+	t.mu.Unlock()
+	for _, f := range closed {
+		f.DecRef()
+	}
+}
+
+// CloseOnExec reports fd's close-on-exec flag.
+func (t *FDTable) CloseOnExec(fd int32) (bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if fd < 0 || int(fd) >= len(t.files) || t.files[fd].file == nil {
+		return false, unix.EBADF
+	}
+	return t.files[fd].cloexec, nil
+}
+
+// SetCloseOnExec sets fd's close-on-exec flag.
+func (t *FDTable) SetCloseOnExec(fd int32, on bool) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if fd < 0 || int(fd) >= len(t.files) || t.files[fd].file == nil {
+		return unix.EBADF
+	}
+	t.files[fd].cloexec = on
+	return nil
+}
+
+// CloseAll drops every file (at process exit).
+func (t *FDTable) CloseAll() {
+	t.CloseRange(0, ^uint32(0), false)
+}

@@ -1,0 +1,121 @@
+package kernel
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// InitSpec describes the sandbox's first process.
+type InitSpec struct {
+	Argv   []string
+	Env    []string
+	Cwd    string
+	UID    uint32
+	GID    uint32
+	Groups []uint32
+	Umask  uint32
+	// Limits replace the defaults where set.
+	Limits map[int]Limit
+	// Stdio are the files for fds 0, 1 and 2.
+	Stdio [3]*vfs.File
+}
+
+// InitError is a problem with the init process's configuration, worded for
+// the person who wrote it.
+type InitError struct{ Msg string }
+
+func (e *InitError) Error() string { return e.Msg }
+
+// CreateInit builds pid 1 from s, ready for Start.
+func (k *Kernel) CreateInit(s InitSpec) error {
+	if len(s.Argv) == 0 {
+		return &InitError{"process.args is empty"}
+	}
+	root := k.Root
+	cwd, err := vfs.Resolver{Root: root, Start: root}.Lookup(s.Cwd, true)
+	if err == nil && !cwd.Dentry.IsDir() {
+		err = unix.ENOTDIR
+	}
+	if err != nil {
+		return &InitError{fmt.Sprintf("chdir to cwd (%q) set in config.json failed: %v", s.Cwd, err)}
+	}
+	fs := NewFSContext(root, cwd, s.Umask)
+	creds := NewCredentials(s.UID, s.GID, s.Groups)
+	res := vfs.Resolver{Root: root, Start: cwd}
+
+	name, err := k.findExecutable(res, s.Argv[0], s.Env)
+	if err != nil {
+		return err
+	}
+	img, err := k.loadProgram(res, creds, name, s.Argv, s.Env)
+	if err != nil {
+		return &InitError{fmt.Sprintf("exec %q: %v", s.Argv[0], err)}
+	}
+
+	tg := &ThreadGroup{pid: 1, pgid: 1, sid: 1}
+	limits := DefaultLimits()
+	for r, l := range s.Limits {
+		if r >= 0 && r < NumLimits {
+			limits[r] = l
+		}
+	}
+	tg.limits.setAll(limits)
+	t := &Task{k: k, tid: 1, tg: tg, regs: img.regs, ctx: img.ctx, mm: img.mm, fds: NewFDTable(),
+		fs: fs, creds: creds, comm: img.comm, started: time.Now(),
+		prctl: Prctl{Dumpable: 1, TimerSlack: 50000}, altStack: AltStack{Flags: ssDisable}}
+	for fd, f := range s.Stdio {
+		if f != nil {
+			t.fds.InstallAt(int32(fd), f, false, limits[unix.RLIMIT_NOFILE].Cur)
+		}
+	}
+	tg.tasks = []*Task{t}
+	k.mu.Lock()
+	k.tasks[1] = t
+	k.nextTID = 2
+	k.init = tg
+	k.mu.Unlock()
+	return nil
+}
+
+// findExecutable applies execvp's rule, as runc does for process.args[0]:
+// a name with a slash is a path, others are searched in the environment's
+// PATH.
+func (k *Kernel) findExecutable(res vfs.Resolver, arg0 string, env []string) (string, error) {
+	if strings.Contains(arg0, "/") {
+		if _, err := k.openExecCheck(res, arg0); err != nil {
+			return "", &InitError{fmt.Sprintf("exec: %q: %v", arg0, err)}
+		}
+		return arg0, nil
+	}
+	pathEnv := ""
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, dir := range strings.Split(pathEnv, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		cand := dir + "/" + arg0
+		if _, err := k.openExecCheck(res, cand); err == nil {
+			return cand, nil
+		}
+	}
+	return "", &InitError{fmt.Sprintf("exec: %q: executable file not found in $PATH", arg0)}
+}
+
+// openExecCheck reports whether name could be executed.
+func (k *Kernel) openExecCheck(res vfs.Resolver, name string) (vfs.Path, error) {
+	f, err := k.openExec(res, name)
+	if err != nil {
+		return vfs.Path{}, err
+	}
+	f.close()
+	return f.path, nil
+}

@@ -1,0 +1,137 @@
+// Package kernel is the sentry's model of a Linux kernel for one sandbox:
+// tasks (guest threads) and thread groups, their memory, files, credentials,
+// limits and signal state, and the loop that runs each task on the platform
+// and hands its system calls to the syscall table. It never imports a
+// platform implementation and never opens a host file.
+package kernel
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/moat-sandbox/moat/platform"
+	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/memfile"
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// SyscallTable serves system calls; the syscalls package provides it.
+type SyscallTable interface {
+	// Call runs system call nr for t. The result goes to the guest's rax:
+	// a value, or -errno for an error that is a unix.Errno. ErrNoReturn
+	// leaves the registers as the handler set them.
+	Call(t *Task, nr uintptr, args *arch.SyscallArgs) (uintptr, error)
+}
+
+// Config is what a kernel is built from.
+type Config struct {
+	Platform platform.Platform
+	MemFile  *memfile.File
+	Syscalls SyscallTable
+	// Root is the sandbox's root file system tree.
+	Root vfs.Path
+	// Hostname is what uname reports as the node name.
+	Hostname string
+	// CPU facts the auxiliary vector reports (AT_HWCAP, AT_HWCAP2,
+	// AT_MINSIGSTKSZ).
+	HWCap, HWCap2, MinSigStackSize uint64
+	// Log receives the kernel's diagnostics (unsupported calls and the like).
+	Log func(format string, args ...any)
+}
+
+// Kernel is one sandbox's kernel.
+type Kernel struct {
+	Config
+	bootMono int64 // host CLOCK_MONOTONIC at boot, in ns: the guest's zero
+	bootTime time.Time
+
+	mu      sync.Mutex
+	nextTID int32
+	tasks   map[int32]*Task
+	init    *ThreadGroup
+
+	done       chan struct{} // closed when the sandbox ends
+	doneOnce   sync.Once
+	exitStatus ExitStatus
+}
+
+// ExitStatus is how a thread group ended: an exit code, or the signal that
+// killed it.
+type ExitStatus struct {
+	Code  int
+	Signo int
+}
+
+// HostCode is the status a host process reports for s: the code, or 128+N
+// for signal N, as shells and runc do.
+func (s ExitStatus) HostCode() int {
+	if s.Signo != 0 {
+		return 128 + s.Signo
+	}
+	return s.Code
+}
+
+// New returns a kernel with no tasks.
+func New(c Config) *Kernel {
+	if c.Log == nil {
+		c.Log = func(string, ...any) {}
+	}
+	return &Kernel{Config: c, bootMono: hostMonotonic(), bootTime: time.Now(), nextTID: 1,
+		tasks: make(map[int32]*Task), done: make(chan struct{})}
+}
+
+// allocTID returns a free thread id, or 0 if none is left.
+func (k *Kernel) allocTID() int32 {
+	const maxTID = 1 << 22 // Linux's pid_max limit on 64-bit
+	for i := 0; i < maxTID; i++ {
+		tid := k.nextTID
+		k.nextTID++
+		if k.nextTID >= maxTID {
+			k.nextTID = 2 // pid 1 is init's alone
+		}
+		if _, used := k.tasks[tid]; !used {
+			return tid
+		}
+	}
+	return 0
+}
+
+// Start runs the init task created by CreateInit.
+func (k *Kernel) Start() error {
+	k.mu.Lock()
+	tg := k.init
+	k.mu.Unlock()
+	if tg == nil {
+		return fmt.Errorf("kernel: no init process")
+	}
+	for _, t := range tg.tasks {
+		go t.run()
+	}
+	return nil
+}
+
+// Done is closed when the sandbox has ended (its init exited, or it was
+// killed); ExitStatus then says how.
+func (k *Kernel) Done() <-chan struct{} { return k.done }
+
+// ExitStatus is the sandbox's final status; valid once Done is closed.
+func (k *Kernel) ExitStatus() ExitStatus { return k.exitStatus }
+
+// finish ends the sandbox with status s.
+func (k *Kernel) finish(s ExitStatus) {
+	k.doneOnce.Do(func() {
+		k.exitStatus = s
+		close(k.done)
+	})
+}
+
+// Uptime is the time since the sandbox booted.
+func (k *Kernel) Uptime() time.Duration { return time.Duration(hostMonotonic() - k.bootMono) }
+
+// NumTasks is how many guest threads exist.
+func (k *Kernel) NumTasks() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.tasks)
+}

@@ -1,0 +1,72 @@
+package kernel
+
+import (
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Infinity is RLIM_INFINITY.
+const Infinity = ^uint64(0)
+
+// NumLimits is how many resource limits Linux has (RLIMIT_NLIMITS).
+const NumLimits = 16
+
+// Limit is one resource limit.
+type Limit struct{ Cur, Max uint64 }
+
+// Limits are a process's resource limits.
+type Limits struct {
+	mu sync.Mutex
+	l  [NumLimits]Limit
+}
+
+// DefaultLimits are what Linux gives init, as far as a container sees them.
+func DefaultLimits() [NumLimits]Limit {
+	var l [NumLimits]Limit
+	for i := range l {
+		l[i] = Limit{Infinity, Infinity}
+	}
+	l[unix.RLIMIT_STACK] = Limit{8 << 20, Infinity}
+	l[unix.RLIMIT_CORE] = Limit{0, Infinity}
+	l[unix.RLIMIT_NOFILE] = Limit{1024, 1 << 20}
+	l[unix.RLIMIT_MEMLOCK] = Limit{8 << 20, 8 << 20}
+	l[unix.RLIMIT_NPROC] = Limit{1 << 20, 1 << 20}
+	l[unix.RLIMIT_SIGPENDING] = Limit{1 << 20, 1 << 20}
+	l[unix.RLIMIT_MSGQUEUE] = Limit{819200, 819200}
+	l[unix.RLIMIT_NICE] = Limit{0, 0}
+	l[unix.RLIMIT_RTPRIO] = Limit{0, 0}
+	return l
+}
+
+// Get returns limit r.
+func (l *Limits) Get(r int) Limit {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.l[r]
+}
+
+// Set replaces limit r: raising the hard limit needs privilege.
+func (l *Limits) Set(r int, v Limit, privileged bool) (Limit, error) {
+	if v.Cur > v.Max {
+		return Limit{}, unix.EINVAL
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.l[r]
+	if v.Max > old.Max && !privileged {
+		return Limit{}, unix.EPERM
+	}
+	if r == unix.RLIMIT_NOFILE && v.Max > 1<<20 {
+		return Limit{}, unix.EPERM // above fs.nr_open
+	}
+	l.l[r] = v
+	return old, nil
+}
+
+// setAll replaces every limit.
+func (l *Limits) setAll(v [NumLimits]Limit) {
+	l.mu.Lock()
+	l.l = v
+	l.mu.Unlock()
+}

@@ -1,0 +1,153 @@
+package kernel
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/moat-sandbox/moat/platform"
+	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/mm"
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// Task is one guest thread.
+type Task struct {
+	k    *Kernel
+	tid  int32
+	tg   *ThreadGroup
+	regs arch.Registers
+	args arch.SyscallArgs // the current call's, here so that no call allocates them
+	ctx  platform.Context
+
+	mm    *mm.MemoryManager
+	fds   *FDTable
+	fs    *FSContext
+	creds *Credentials
+
+	sigMask       uint64 // blocked signals
+	clearChildTID uintptr
+	robustList    uintptr
+	comm          string // the name prctl(PR_GET_NAME) and /proc/<pid>/comm give
+	prctl         Prctl
+	altStack      AltStack
+
+	started time.Time
+	exiting atomic.Bool
+}
+
+// ThreadGroup is a guest process: the tasks sharing a pid.
+type ThreadGroup struct {
+	pid    int32
+	parent *ThreadGroup // nil for init, whose parent is outside the sandbox
+	pgid   int32
+	sid    int32
+
+	mu        sync.Mutex
+	tasks     []*Task
+	actions   [numSignals + 1]SigAction
+	limits    Limits
+	subreaper bool
+	exited    bool
+	status    ExitStatus
+}
+
+// Kernel returns the task's kernel.
+func (t *Task) Kernel() *Kernel { return t.k }
+
+// TID is the task's thread id; PID its process id (the thread group's).
+func (t *Task) TID() int32 { return t.tid }
+func (t *Task) PID() int32 { return t.tg.pid }
+
+// PPID is the parent process's id: 0 for init, as on Linux.
+func (t *Task) PPID() int32 {
+	if t.tg.parent == nil {
+		return 0
+	}
+	return t.tg.parent.pid
+}
+
+// PGID and SID are the process group and session.
+func (t *Task) PGID() int32 { return t.tg.pgid }
+func (t *Task) SID() int32  { return t.tg.sid }
+
+// ThreadGroup returns the task's process.
+func (t *Task) ThreadGroup() *ThreadGroup { return t.tg }
+
+// Regs gives the task's registers, for handlers that change more than the
+// return value (arch_prctl, execve).
+func (t *Task) Regs() *arch.Registers { return &t.regs }
+
+// MM is the task's memory.
+func (t *Task) MM() *mm.MemoryManager { return t.mm }
+
+// FDs is the task's file descriptor table.
+func (t *Task) FDs() *FDTable { return t.fds }
+
+// FS is the task's root, working directory and umask.
+func (t *Task) FS() *FSContext { return t.fs }
+
+// Creds are the task's credentials.
+func (t *Task) Creds() *Credentials { return t.creds }
+
+// Limits are the task's resource limits (its process's).
+func (t *Task) Limits() *Limits { return &t.tg.limits }
+
+// SigMask and SetSigMask are the blocked-signal set.
+func (t *Task) SigMask() uint64 { return t.sigMask }
+func (t *Task) SetSigMask(m uint64) {
+	t.sigMask = m &^ unblockable
+}
+
+// SetClearChildTID records set_tid_address's address.
+func (t *Task) SetClearChildTID(addr uintptr) { t.clearChildTID = addr }
+
+// SetRobustList records set_robust_list's head.
+func (t *Task) SetRobustList(addr uintptr) { t.robustList = addr }
+
+// RobustList returns the robust list head.
+func (t *Task) RobustList() uintptr { return t.robustList }
+
+// Comm and SetComm are the task's name (at most 15 bytes).
+func (t *Task) Comm() string { return t.comm }
+func (t *Task) SetComm(s string) {
+	if len(s) > 15 {
+		s = s[:15]
+	}
+	t.comm = s
+}
+
+// Resolver resolves paths relative to start for this task.
+func (t *Task) Resolver(start vfs.Path) vfs.Resolver {
+	root, _ := t.fs.Get()
+	return vfs.Resolver{Root: root, Start: start}
+}
+
+// CopyIn, CopyOut and CopyInString move data across the guest boundary.
+func (t *Task) CopyIn(addr uintptr, dst []byte) (int, error)  { return t.mm.CopyIn(addr, dst) }
+func (t *Task) CopyOut(addr uintptr, src []byte) (int, error) { return t.mm.CopyOut(addr, src) }
+func (t *Task) CopyInString(addr uintptr, max int) (string, error) {
+	return t.mm.CopyInString(addr, max)
+}
+
+// cpuTime approximates the task's CPU time as its wall time since start:
+// the platform does not report guest CPU time yet.
+func (t *Task) cpuTime() int64 { return int64(time.Since(t.started)) }
+
+// Log writes a kernel diagnostic about this task.
+func (t *Task) Log(format string, args ...any) {
+	t.k.Log("[%d] "+format, append([]any{t.tid}, args...)...)
+}
+
+// Sleep blocks the task for d, or until the sandbox ends.
+func (t *Task) Sleep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-t.k.done:
+	}
+}

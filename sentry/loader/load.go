@@ -1,0 +1,178 @@
+package loader
+
+import (
+	"io"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/platform"
+	"github.com/moat-sandbox/moat/sentry/mm"
+)
+
+const pageSize = mm.PageSize
+
+// Image is a program loaded into an address space.
+type Image struct {
+	Entry     uintptr // where the program starts: the interpreter's entry if it has one
+	ExecEntry uintptr // AT_ENTRY: the executable's own entry point
+	Phdr      uintptr // AT_PHDR
+	Phnum     uintptr
+	Base      uintptr // AT_BASE: the interpreter's load address, or 0
+	ExecBase  uintptr // where the executable itself was loaded
+	BrkStart  uintptr
+}
+
+// Opener opens the interpreter an executable names.
+type Opener func(path string) (File, error)
+
+// dynBase is where a position-independent executable goes (Linux's
+// ELF_ET_DYN_BASE: two thirds of the address space, scaled to the guest's),
+// and interpBase where its interpreter goes.
+func dynBase(max uintptr) uintptr    { return (max / 3 * 2) &^ (1<<21 - 1) }
+func interpBase(max uintptr) uintptr { return (max / 8 * 7) &^ (1<<21 - 1) }
+
+// Load maps the executable f, and its interpreter if it names one, into m.
+func Load(m *mm.MemoryManager, f File, name string, open Opener) (Image, error) {
+	info, err := parseELF(f)
+	if err != nil {
+		return Image{}, err
+	}
+	base, end, err := mapSegments(m, f, info, dynBase(m.MaxAddr()), name)
+	if err != nil {
+		return Image{}, err
+	}
+	img := Image{Entry: base + uintptr(info.entry), ExecEntry: base + uintptr(info.entry), ExecBase: base, Phnum: uintptr(len(info.phdrs))}
+	img.Phdr = phdrAddr(info, base)
+	img.BrkStart = end
+	if info.interp != "" {
+		if open == nil {
+			return Image{}, unix.ENOEXEC
+		}
+		ifile, err := open(info.interp)
+		if err != nil {
+			return Image{}, err
+		}
+		iinfo, err := parseELF(ifile)
+		if err != nil {
+			return Image{}, unix.ELIBBAD
+		}
+		if iinfo.interp != "" || iinfo.typ != etDyn {
+			return Image{}, unix.ELIBBAD
+		}
+		ibase, _, err := mapSegments(m, ifile, iinfo, interpBase(m.MaxAddr()), info.interp)
+		if err != nil {
+			return Image{}, err
+		}
+		img.Base = ibase
+		img.Entry = ibase + uintptr(iinfo.entry)
+	}
+	return img, nil
+}
+
+// phdrAddr finds the program headers in memory: PT_PHDR says where, else
+// the PT_LOAD segment that covers them in the file.
+func phdrAddr(info *elfInfo, base uintptr) uintptr {
+	for _, ph := range info.phdrs {
+		if ph.typ == ptPhdr {
+			return base + uintptr(ph.vaddr)
+		}
+	}
+	for _, ph := range info.phdrs {
+		if ph.typ == ptLoad && ph.off <= info.phoff && info.phoff < ph.off+ph.filesz {
+			return base + uintptr(ph.vaddr+info.phoff-ph.off)
+		}
+	}
+	return 0
+}
+
+// mapSegments maps every PT_LOAD segment and returns the load bias and the
+// page-rounded end of the highest segment.
+func mapSegments(m *mm.MemoryManager, f File, info *elfInfo, dynHint uintptr, name string) (uintptr, uintptr, error) {
+	var lo, hi uint64 = ^uint64(0), 0
+	for _, ph := range info.phdrs {
+		if ph.typ == ptLoad {
+			lo = min(lo, ph.vaddr&^(pageSize-1))
+			hi = max(hi, ph.vaddr+ph.memsz)
+		}
+	}
+	if hi == 0 {
+		return 0, 0, unix.ENOEXEC
+	}
+	hi = (hi + pageSize - 1) &^ (pageSize - 1)
+	span := uintptr(hi - lo)
+	var bias uintptr
+	if info.typ == etDyn {
+		// Reserve the whole span, so the segments keep their distances.
+		addr, err := m.MMap(mm.MMapOpts{Addr: dynHint, Length: span})
+		if err != nil {
+			return 0, 0, err
+		}
+		bias = addr - uintptr(lo)
+	} else if uintptr(hi) > m.MaxAddr() || uintptr(lo) < mm.MinAddr {
+		return 0, 0, unix.ENOMEM
+	}
+	for _, ph := range info.phdrs {
+		if ph.typ != ptLoad || ph.memsz == 0 {
+			continue
+		}
+		prot := protOf(ph.flags)
+		start := bias + uintptr(ph.vaddr&^(pageSize-1))
+		pageOff := ph.vaddr % pageSize
+		fileEnd := bias + uintptr(ph.vaddr+ph.filesz)
+		memEnd := bias + uintptr(ph.vaddr+ph.memsz)
+		// File pages: [start, round_up(fileEnd)), with the bytes after
+		// filesz zero: only the segment's own bytes are read.
+		if ph.filesz > 0 {
+			src := &limitedFile{f: f, limit: int64(ph.off + ph.filesz)}
+			if _, err := m.MMap(mm.MMapOpts{Addr: start, Length: uintptr(pageOff + ph.filesz), Prot: prot, Fixed: true,
+				File: src, Offset: ph.off - pageOff, Name: name}); err != nil {
+				return 0, 0, err
+			}
+		}
+		// The rest of bss: anonymous pages.
+		bssStart := (fileEnd + pageSize - 1) &^ (pageSize - 1)
+		if ph.filesz == 0 {
+			bssStart = start
+		}
+		if memEnd > bssStart {
+			if _, err := m.MMap(mm.MMapOpts{Addr: bssStart, Length: memEnd - bssStart, Prot: prot, Fixed: true}); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	return bias, bias + uintptr(hi), nil
+}
+
+func protOf(flags uint32) platform.Prot {
+	var p platform.Prot
+	if flags&pfR != 0 {
+		p |= platform.ProtRead
+	}
+	if flags&pfW != 0 {
+		p |= platform.ProtWrite
+	}
+	if flags&pfX != 0 {
+		p |= platform.ProtExec
+	}
+	return p
+}
+
+// limitedFile reads a file as if it ended at limit.
+type limitedFile struct {
+	f     File
+	limit int64
+}
+
+func (l *limitedFile) ReadAt(p []byte, off int64) (int, error) {
+	if off >= l.limit {
+		return 0, io.EOF
+	}
+	if max := l.limit - off; int64(len(p)) > max {
+		p = p[:max]
+	}
+	n, err := l.f.ReadAt(p, off)
+	if err == nil && off+int64(n) == l.limit {
+		err = io.EOF
+	}
+	return n, err
+}

@@ -1,0 +1,217 @@
+package mm
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/platform"
+	"github.com/moat-sandbox/moat/sentry/memfile"
+)
+
+// recordingAS is an address space that records what it is asked to do.
+type recordingAS struct {
+	maps, unmaps, protects int
+	released               bool
+}
+
+func (a *recordingAS) MapFile(addr uintptr, off uint64, length uintptr, prot platform.Prot) error {
+	a.maps++
+	return nil
+}
+func (a *recordingAS) Unmap(addr, length uintptr) error { a.unmaps++; return nil }
+func (a *recordingAS) Protect(addr, length uintptr, prot platform.Prot) error {
+	a.protects++
+	return nil
+}
+func (a *recordingAS) NewContext() (platform.Context, error) { return nil, errors.New("none") }
+func (a *recordingAS) Release()                              { a.released = true }
+
+var sharedFile *memfile.File
+
+func newMM(t *testing.T) (*MemoryManager, *recordingAS) {
+	t.Helper()
+	if sharedFile == nil {
+		f, err := memfile.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sharedFile = f
+	}
+	as := &recordingAS{}
+	m := New(sharedFile, as, 0x7f0000000000)
+	m.SetMmapBase(0x7e0000000000)
+	return m, as
+}
+
+const rw = platform.ProtRead | platform.ProtWrite
+
+func TestMMapAnonTopDownAndHint(t *testing.T) {
+	m, as := newMM(t)
+	a, err := m.MMap(MMapOpts{Length: 3 * PageSize, Prot: rw})
+	if err != nil || a != 0x7e0000000000-3*PageSize {
+		t.Fatalf("first mapping at %#x (%v), want just below the mmap base", a, err)
+	}
+	b, _ := m.MMap(MMapOpts{Length: 1, Prot: rw})
+	if b != a-PageSize {
+		t.Fatalf("second mapping at %#x, want %#x", b, a-PageSize)
+	}
+	h, _ := m.MMap(MMapOpts{Addr: 0x100000, Length: PageSize, Prot: rw})
+	if h != 0x100000 {
+		t.Fatalf("free hint not honoured: %#x", h)
+	}
+	h2, _ := m.MMap(MMapOpts{Addr: 0x100000, Length: PageSize, Prot: rw})
+	if h2 == 0x100000 {
+		t.Fatal("occupied hint reused")
+	}
+	if as.maps != 4 {
+		t.Fatalf("%d host maps, want 4", as.maps)
+	}
+}
+
+func TestMMapErrors(t *testing.T) {
+	m, _ := newMM(t)
+	cases := []struct {
+		o    MMapOpts
+		want error
+	}{
+		{MMapOpts{Length: 0}, unix.EINVAL},
+		{MMapOpts{Length: PageSize, Offset: 100, File: bytes.NewReader(nil)}, unix.EINVAL},
+		{MMapOpts{Addr: 0x100001, Length: PageSize, Fixed: true}, unix.EINVAL},
+		{MMapOpts{Addr: 0x1000, Length: PageSize, Fixed: true}, unix.EPERM},
+		{MMapOpts{Addr: 0x7f0000000000 - PageSize, Length: 2 * PageSize, Fixed: true}, unix.ENOMEM},
+		{MMapOpts{Length: ^uintptr(0)}, unix.ENOMEM},
+	}
+	for _, c := range cases {
+		if _, err := m.MMap(c.o); err != c.want {
+			t.Errorf("MMap(%+v) = %v, want %v", c.o, err, c.want)
+		}
+	}
+	m.MMap(MMapOpts{Addr: 0x200000, Length: PageSize, Fixed: true, Prot: rw})
+	if _, err := m.MMap(MMapOpts{Addr: 0x200000, Length: PageSize, NoReplace: true}); err != unix.EEXIST {
+		t.Errorf("MAP_FIXED_NOREPLACE over a mapping: %v, want EEXIST", err)
+	}
+}
+
+func TestFixedReplacesAndFileContents(t *testing.T) {
+	m, _ := newMM(t)
+	m.MMap(MMapOpts{Addr: 0x200000, Length: 4 * PageSize, Fixed: true, Prot: rw})
+	m.CopyOut(0x200000+PageSize, []byte("old"))
+	data := bytes.Repeat([]byte("f"), PageSize+10)
+	if _, err := m.MMap(MMapOpts{Addr: 0x200000 + PageSize, Length: 2 * PageSize, Fixed: true, Prot: platform.ProtRead,
+		File: bytes.NewReader(data)}); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2*PageSize)
+	m.CopyIn(0x200000+PageSize, buf)
+	if !bytes.Equal(buf[:len(data)], data) || buf[len(data)] != 0 {
+		t.Fatal("file mapping does not hold the file followed by zeros")
+	}
+	if len(m.vmas) != 3 {
+		t.Fatalf("%d vmas after a fixed replacement in the middle, want 3", len(m.vmas))
+	}
+	if _, err := m.CopyOut(0x200000+PageSize, []byte("x")); err != unix.EFAULT {
+		t.Fatalf("copy into a read-only mapping: %v, want EFAULT", err)
+	}
+}
+
+func TestMunmapSplitsAndCopyFaults(t *testing.T) {
+	m, _ := newMM(t)
+	m.MMap(MMapOpts{Addr: 0x300000, Length: 4 * PageSize, Fixed: true, Prot: rw})
+	if err := m.Munmap(0x300000+PageSize, PageSize); err != nil {
+		t.Fatal(err)
+	}
+	n, err := m.CopyOut(0x300000, make([]byte, 2*PageSize))
+	if n != PageSize || err != unix.EFAULT {
+		t.Fatalf("copy across a hole: %d, %v; want %d, EFAULT", n, err, PageSize)
+	}
+	if err := m.Munmap(0x300001, PageSize); err != unix.EINVAL {
+		t.Fatalf("unaligned munmap: %v", err)
+	}
+	if err := m.Mprotect(0x300000, 3*PageSize, platform.ProtRead); err != unix.ENOMEM {
+		t.Fatalf("mprotect over a hole: %v, want ENOMEM", err)
+	}
+}
+
+func TestMprotectMaxProt(t *testing.T) {
+	m, as := newMM(t)
+	m.MMap(MMapOpts{Addr: 0x400000, Length: 2 * PageSize, Fixed: true, Prot: platform.ProtRead, MaxProt: platform.ProtRead | platform.ProtExec})
+	if err := m.Mprotect(0x400000, PageSize, rw); err != unix.EACCES {
+		t.Fatalf("mprotect beyond max: %v, want EACCES", err)
+	}
+	if err := m.Mprotect(0x400000, PageSize, platform.ProtRead|platform.ProtExec); err != nil || as.protects != 1 {
+		t.Fatalf("mprotect: %v, %d host protects", err, as.protects)
+	}
+	if len(m.vmas) != 2 {
+		t.Fatalf("%d vmas after protecting half, want 2", len(m.vmas))
+	}
+}
+
+func TestBrk(t *testing.T) {
+	m, _ := newMM(t)
+	m.SetBrkBase(0x600123)
+	if got := m.Brk(0); got != 0x600123 {
+		t.Fatalf("brk(0) = %#x", got)
+	}
+	if got := m.Brk(0x600123 + 3*PageSize); got != 0x600123+3*PageSize {
+		t.Fatalf("brk grow = %#x", got)
+	}
+	if _, err := m.CopyOut(0x600123+2*PageSize, []byte("heap")); err != nil {
+		t.Fatalf("heap not writable: %v", err)
+	}
+	m.Brk(0x600123 + PageSize)
+	if _, err := m.CopyOut(0x600123+2*PageSize, []byte("x")); err != unix.EFAULT {
+		t.Fatalf("shrunk heap still mapped: %v", err)
+	}
+	m.MMap(MMapOpts{Addr: 0x700000, Length: PageSize, Fixed: true, Prot: rw})
+	if got := m.Brk(0x800000); got != 0x600123+PageSize {
+		t.Fatalf("brk into a mapping = %#x, want unchanged", got)
+	}
+}
+
+func TestMremap(t *testing.T) {
+	m, _ := newMM(t)
+	m.MMap(MMapOpts{Addr: 0x900000, Length: PageSize, Fixed: true, Prot: rw})
+	m.CopyOut(0x900000, []byte("keep"))
+	a, err := m.Mremap(0x900000, PageSize, 2*PageSize, 0, 0)
+	if err != nil || a != 0x900000 {
+		t.Fatalf("grow in place: %#x %v", a, err)
+	}
+	m.MMap(MMapOpts{Addr: 0x900000 + 2*PageSize, Length: PageSize, Fixed: true, Prot: rw})
+	if _, err := m.Mremap(0x900000, 2*PageSize, 4*PageSize, 0, 0); err != unix.ENOMEM {
+		t.Fatalf("blocked grow without MAYMOVE: %v", err)
+	}
+	b, err := m.Mremap(0x900000, 2*PageSize, 4*PageSize, mremapMaymove, 0)
+	if err != nil || b == 0x900000 {
+		t.Fatalf("moving grow: %#x %v", b, err)
+	}
+	buf := make([]byte, 4)
+	m.CopyIn(b, buf)
+	if string(buf) != "keep" {
+		t.Fatalf("contents did not move: %q", buf)
+	}
+	if m.IsMapped(0x900000) {
+		t.Fatal("old range still mapped after a move")
+	}
+	if _, err := m.Mremap(0x900000, PageSize, PageSize, mremapMaymove, 0); err != unix.EFAULT {
+		t.Fatalf("mremap of unmapped memory: %v", err)
+	}
+}
+
+func TestCopyInString(t *testing.T) {
+	m, _ := newMM(t)
+	m.MMap(MMapOpts{Addr: 0xa00000, Length: 2 * PageSize, Fixed: true, Prot: rw})
+	m.CopyOut(0xa00000+PageSize-3, []byte("abcdef\x00"))
+	s, err := m.CopyInString(0xa00000+PageSize-3, 100)
+	if err != nil || s != "abcdef" {
+		t.Fatalf("string across pages: %q %v", s, err)
+	}
+	if _, err := m.CopyInString(0xa00000+PageSize-3, 4); err != unix.ENAMETOOLONG {
+		t.Fatalf("too long: %v", err)
+	}
+	if _, err := m.CopyInString(0xb00000, 4); err != unix.EFAULT {
+		t.Fatalf("unmapped: %v", err)
+	}
+}

@@ -1,0 +1,169 @@
+package vfs
+
+import (
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dentry is a name in a file system's tree, with its inode. Dentries are
+// cached for the file system's life; the tree a sandbox sees is small
+// enough that nothing evicts them.
+type Dentry struct {
+	name   string
+	parent *Dentry // nil at a file system's root
+	inode  Inode
+	isDir  bool
+	isLink bool
+
+	mu       sync.Mutex
+	children map[string]*Dentry
+}
+
+// NewRoot returns the root dentry of a file system whose root is inode.
+func NewRoot(inode Inode) *Dentry {
+	return &Dentry{name: "/", inode: inode, isDir: true}
+}
+
+// Inode returns the dentry's inode.
+func (d *Dentry) Inode() Inode { return d.inode }
+
+// Name returns the dentry's name in its parent.
+func (d *Dentry) Name() string { return d.name }
+
+// IsDir reports whether the dentry is a directory (a file opened from
+// outside the tree, such as the sandbox's stdio, has no dentry).
+func (d *Dentry) IsDir() bool { return d != nil && d.isDir }
+
+// child returns the named child, looking it up in the file system once.
+func (d *Dentry) child(name string) (*Dentry, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c, ok := d.children[name]; ok {
+		return c, nil
+	}
+	ino, err := d.inode.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := ino.Stat()
+	if err != nil {
+		return nil, err
+	}
+	c := &Dentry{name: name, parent: d, inode: ino,
+		isDir: st.Type() == unix.S_IFDIR, isLink: st.Type() == unix.S_IFLNK}
+	if d.children == nil {
+		d.children = make(map[string]*Dentry)
+	}
+	d.children[name] = c
+	return c, nil
+}
+
+// Mount is a file system attached at a dentry of another mount.
+type Mount struct {
+	root   *Dentry
+	parent *Mount  // nil for the root mount
+	point  *Dentry // where it is attached, in parent
+	// Type is the file system type for /proc/mounts.
+	Type  string
+	Flags int // MS_RDONLY, MS_NOSUID, ...
+
+	mu       sync.Mutex
+	children map[*Dentry]*Mount // mounts attached at dentries of this mount
+}
+
+// Path is a dentry as reached through a mount.
+type Path struct {
+	Mount  *Mount
+	Dentry *Dentry
+}
+
+// NewRootMount makes a mount of root that is the root of a tree.
+func NewRootMount(root *Dentry, fsType string, flags int) *Mount {
+	return &Mount{root: root, Type: fsType, Flags: flags}
+}
+
+// Root returns the root path of mount m.
+func (m *Mount) Root() Path { return Path{m, m.root} }
+
+// Attach mounts root (a file system's root dentry) on p, which must be a
+// directory. The newest mount on a dentry hides older ones.
+func Attach(p Path, root *Dentry, fsType string, flags int) (*Mount, error) {
+	if !p.Dentry.isDir {
+		return nil, unix.ENOTDIR
+	}
+	m := &Mount{root: root, parent: p.Mount, point: p.Dentry, Type: fsType, Flags: flags}
+	p.Mount.mu.Lock()
+	if p.Mount.children == nil {
+		p.Mount.children = make(map[*Dentry]*Mount)
+	}
+	p.Mount.children[p.Dentry] = m
+	p.Mount.mu.Unlock()
+	return m, nil
+}
+
+// mountedOn returns the mount attached at d in m, if any.
+func (m *Mount) mountedOn(d *Dentry) *Mount {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.children[d]
+}
+
+// crossMounts follows mounts stacked on p down to the topmost root.
+func crossMounts(p Path) Path {
+	for {
+		child := p.Mount.mountedOn(p.Dentry)
+		if child == nil {
+			return p
+		}
+		p = child.Root()
+	}
+}
+
+// parentOf returns the path of ".." from p, not rising above root.
+func parentOf(p, root Path) Path {
+	for {
+		if p == root {
+			return p
+		}
+		if p.Dentry != p.Mount.root {
+			return Path{p.Mount, p.Dentry.parent}
+		}
+		if p.Mount.parent == nil {
+			return p // the root of the whole tree
+		}
+		p = Path{p.Mount.parent, p.Mount.point}
+	}
+}
+
+// PathName returns the absolute name of p as seen from root, as getcwd and
+// /proc/<pid>/fd report it.
+func PathName(p, root Path) string {
+	if p.Dentry == nil {
+		return ""
+	}
+	if p == root {
+		return "/"
+	}
+	var parts []string
+	for p != root {
+		if p.Dentry == p.Mount.root {
+			if p.Mount.parent == nil {
+				break
+			}
+			p = Path{p.Mount.parent, p.Mount.point}
+			continue
+		}
+		parts = append(parts, p.Dentry.name)
+		p = Path{p.Mount, p.Dentry.parent}
+	}
+	n := 0
+	for _, s := range parts {
+		n += len(s) + 1
+	}
+	b := make([]byte, 0, n)
+	for i := len(parts) - 1; i >= 0; i-- {
+		b = append(append(b, '/'), parts[i]...)
+	}
+	return string(b)
+}

@@ -1,0 +1,194 @@
+package vfs
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// FileImpl is what a file system provides for an open file. Offsets are
+// managed by File; a FileImpl that is not seekable ignores off.
+type FileImpl interface {
+	Read(dst *IOSeq, off int64) (int, error)
+	Write(src *IOSeq, off int64) (int, error)
+	Stat() (Stat, error)
+	// Ioctl answers ioctl(2); most files answer ENOTTY.
+	Ioctl(cmd uint32, arg uintptr, io IoctlIO) (uintptr, error)
+	Release()
+}
+
+// IoctlIO lets an ioctl read and write the guest memory its argument
+// points to.
+type IoctlIO interface {
+	CopyIn(addr uintptr, dst []byte) (int, error)
+	CopyOut(addr uintptr, src []byte) (int, error)
+}
+
+// Seeker is implemented by files whose offset means something: lseek on
+// other files gives ESPIPE.
+type Seeker interface {
+	// Size is the end of the file for SEEK_END.
+	Size() (int64, error)
+}
+
+// File is an open file description: shared by every fd that dup or fork
+// makes from one open.
+type File struct {
+	refs  atomic.Int64
+	impl  FileImpl
+	path  Path
+	flags atomic.Uint32 // O_ACCMODE and the status flags (O_APPEND, O_NONBLOCK, ...)
+
+	mu  sync.Mutex // serialises offset updates, as Linux's f_pos_lock
+	off int64
+
+	dir *dirState // for directories: the entries getdents64 hands out
+}
+
+// NewFile returns a File with one reference.
+func NewFile(impl FileImpl, path Path, flags int) *File {
+	f := &File{impl: impl, path: path}
+	if path.Dentry != nil && path.Dentry.isDir {
+		f.dir = &dirState{}
+	}
+	f.flags.Store(uint32(flags))
+	f.refs.Store(1)
+	return f
+}
+
+// Impl returns the file system's side of the file.
+func (f *File) Impl() FileImpl { return f.impl }
+
+// Path returns where the file was opened.
+func (f *File) Path() Path { return f.path }
+
+// Flags returns the access mode and status flags.
+func (f *File) Flags() int { return int(f.flags.Load()) }
+
+// SetStatusFlags replaces the flags fcntl(F_SETFL) may change.
+func (f *File) SetStatusFlags(flags int) {
+	const settable = unix.O_APPEND | unix.O_NONBLOCK | unix.O_ASYNC | unix.O_DIRECT | unix.O_NOATIME
+	for {
+		old := f.flags.Load()
+		nu := old&^settable | uint32(flags&settable)
+		if f.flags.CompareAndSwap(old, nu) {
+			return
+		}
+	}
+}
+
+// IncRef adds a reference.
+func (f *File) IncRef() { f.refs.Add(1) }
+
+// DecRef drops a reference, releasing the file with the last.
+func (f *File) DecRef() {
+	if f.refs.Add(-1) == 0 {
+		f.impl.Release()
+	}
+}
+
+// Readable and Writable report the access mode.
+func (f *File) Readable() bool { return f.Flags()&unix.O_ACCMODE != unix.O_WRONLY }
+func (f *File) Writable() bool { return f.Flags()&unix.O_ACCMODE != unix.O_RDONLY }
+
+// Read reads at the file offset and advances it (read(2), readv(2)).
+func (f *File) Read(dst *IOSeq) (int, error) {
+	if !f.Readable() {
+		return 0, unix.EBADF
+	}
+	if f.path.Dentry != nil && f.path.Dentry.isDir {
+		return 0, unix.EISDIR
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.impl.Read(dst, f.off)
+	f.off += int64(n)
+	return n, err
+}
+
+// Pread reads at off without moving the file offset.
+func (f *File) Pread(dst *IOSeq, off int64) (int, error) {
+	if !f.Readable() {
+		return 0, unix.EBADF
+	}
+	if f.path.Dentry != nil && f.path.Dentry.isDir {
+		return 0, unix.EISDIR
+	}
+	if _, ok := f.impl.(Seeker); !ok {
+		return 0, unix.ESPIPE
+	}
+	if off < 0 {
+		return 0, unix.EINVAL
+	}
+	return f.impl.Read(dst, off)
+}
+
+// Write writes at the file offset (the end with O_APPEND) and advances it.
+func (f *File) Write(src *IOSeq) (int, error) {
+	if !f.Writable() {
+		return 0, unix.EBADF
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s, ok := f.impl.(Seeker); ok && f.Flags()&unix.O_APPEND != 0 {
+		size, err := s.Size()
+		if err != nil {
+			return 0, err
+		}
+		f.off = size
+	}
+	n, err := f.impl.Write(src, f.off)
+	f.off += int64(n)
+	return n, err
+}
+
+// Pwrite writes at off without moving the file offset.
+func (f *File) Pwrite(src *IOSeq, off int64) (int, error) {
+	if !f.Writable() {
+		return 0, unix.EBADF
+	}
+	if _, ok := f.impl.(Seeker); !ok {
+		return 0, unix.ESPIPE
+	}
+	if off < 0 {
+		return 0, unix.EINVAL
+	}
+	return f.impl.Write(src, off)
+}
+
+// Seek implements lseek(2).
+func (f *File) Seek(off int64, whence int) (int64, error) {
+	s, ok := f.impl.(Seeker)
+	if !ok {
+		return 0, unix.ESPIPE
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var base int64
+	switch whence {
+	case unix.SEEK_SET:
+	case unix.SEEK_CUR:
+		base = f.off
+	case unix.SEEK_END:
+		size, err := s.Size()
+		if err != nil {
+			return 0, err
+		}
+		base = size
+	default:
+		return 0, unix.EINVAL
+	}
+	n := base + off
+	if (off > 0 && n < base) || n < 0 {
+		return 0, unix.EINVAL
+	}
+	if f.dir != nil && n != f.off {
+		f.dir.restart(n)
+	}
+	f.off = n
+	return n, nil
+}
+
+// Stat returns the file's attributes.
+func (f *File) Stat() (Stat, error) { return f.impl.Stat() }

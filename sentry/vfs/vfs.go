@@ -1,0 +1,119 @@
+// Package vfs is the sentry's virtual file system: dentries and mounts, path
+// resolution with Linux's rules (symlinks, "..", mount crossings, ELOOP and
+// ENAMETOOLONG limits), and open file descriptions. File systems (fs/...)
+// supply inodes; vfs never touches the host itself.
+package vfs
+
+import (
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// Linux limits.
+const (
+	PathMax     = 4096 // including the NUL
+	NameMax     = 255
+	MaxSymlinks = 40
+)
+
+// Stat is a file's attributes, as stat(2) reports them.
+type Stat struct {
+	Dev, Ino, Rdev uint64
+	Mode           uint32 // type and permission bits
+	Nlink          uint64
+	UID, GID       uint32
+	Size           int64
+	Blksize        int64
+	Blocks         int64
+	Atime          unix.Timespec
+	Mtime          unix.Timespec
+	Ctime          unix.Timespec
+}
+
+// Type returns the S_IFMT bits.
+func (s *Stat) Type() uint32 { return s.Mode & unix.S_IFMT }
+
+// Dirent is one directory entry.
+type Dirent struct {
+	Name string
+	Ino  uint64
+	Type uint8 // DT_*
+}
+
+// Inode is a file as its file system knows it. Calls that do not apply to
+// the inode's type return the errno Linux gives (ENOTDIR, EINVAL, ...).
+type Inode interface {
+	Stat() (Stat, error)
+	// Lookup finds a child of a directory ("." and ".." never reach it).
+	Lookup(name string) (Inode, error)
+	// ReadDir lists a directory, without "." and "..".
+	ReadDir() ([]Dirent, error)
+	// Readlink returns a symlink's target.
+	Readlink() (string, error)
+	// Open opens the inode for I/O with open(2)'s flags.
+	Open(flags int) (FileImpl, error)
+}
+
+// DirentType converts S_IFMT bits to a DT_* value.
+func DirentType(mode uint32) uint8 {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return unix.DT_REG
+	case unix.S_IFDIR:
+		return unix.DT_DIR
+	case unix.S_IFLNK:
+		return unix.DT_LNK
+	case unix.S_IFCHR:
+		return unix.DT_CHR
+	case unix.S_IFBLK:
+		return unix.DT_BLK
+	case unix.S_IFIFO:
+		return unix.DT_FIFO
+	case unix.S_IFSOCK:
+		return unix.DT_SOCK
+	}
+	return unix.DT_UNKNOWN
+}
+
+var anonDevs atomic.Uint32
+
+// NewAnonDev returns a fresh device number for a file system with no
+// backing device, as Linux gives tmpfs, procfs and the like (major 0).
+func NewAnonDev() uint64 {
+	return unix.Mkdev(0, 16+anonDevs.Add(1))
+}
+
+// Access bits for MayAccess.
+const (
+	MayExec  = 1
+	MayWrite = 2
+	MayRead  = 4
+)
+
+// MayAccess applies the owner/group/other permission bits of st for a
+// caller with fsuid and groups (fsgid first). fsuid 0 may read and write
+// anything, and execute anything with an execute bit or that is a directory.
+func MayAccess(st *Stat, fsuid uint32, groups []uint32, want uint32) error {
+	if fsuid == 0 {
+		if want&MayExec != 0 && st.Type() != unix.S_IFDIR && st.Mode&0o111 == 0 {
+			return unix.EACCES
+		}
+		return nil
+	}
+	perm := st.Mode & 0o7
+	if st.UID == fsuid {
+		perm = st.Mode >> 6 & 0o7
+	} else {
+		for _, g := range groups {
+			if g == st.GID {
+				perm = st.Mode >> 3 & 0o7
+				break
+			}
+		}
+	}
+	if want&^perm != 0 {
+		return unix.EACCES
+	}
+	return nil
+}

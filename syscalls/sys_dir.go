@@ -1,0 +1,169 @@
+package syscalls
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/kernel"
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// Getdents64 implements Linux syscall getdents64(2).
+func Getdents64(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	f, err := t.FDs().Get(a.Int(0))
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	size := int(min(a[2], 1<<20))
+	buf := make([]byte, 0, size)
+	root, _ := t.FS().Get()
+	tooSmall := false
+	err = f.IterDirents(root, func(d vfs.Dirent, next int64) bool {
+		// struct linux_dirent64: ino, off, reclen, type, name, NUL, padded to 8.
+		reclen := (19 + len(d.Name) + 1 + 7) &^ 7
+		if len(buf)+reclen > size {
+			tooSmall = len(buf) == 0
+			return false
+		}
+		rec := make([]byte, reclen)
+		binary.LittleEndian.PutUint64(rec[0:], d.Ino)
+		binary.LittleEndian.PutUint64(rec[8:], uint64(next))
+		binary.LittleEndian.PutUint16(rec[16:], uint16(reclen))
+		rec[18] = d.Type
+		copy(rec[19:], d.Name)
+		buf = append(buf, rec...)
+		return true
+	})
+	if err != nil {
+		return 0, err
+	}
+	if tooSmall {
+		return 0, unix.EINVAL
+	}
+	if _, err := t.CopyOut(a.Ptr(1), buf); err != nil {
+		return 0, err
+	}
+	return uintptr(len(buf)), nil
+}
+
+// Getcwd implements Linux syscall getcwd(2).
+func Getcwd(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	root, cwd := t.FS().Get()
+	name := vfs.PathName(cwd, root) + "\x00"
+	if uint64(len(name)) > a[1] {
+		return 0, unix.ERANGE
+	}
+	if _, err := t.CopyOut(a.Ptr(0), []byte(name)); err != nil {
+		return 0, err
+	}
+	return uintptr(len(name)), nil
+}
+
+// Chdir implements Linux syscall chdir(2).
+func Chdir(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	p, err := lookupAt(t, atFDCWD, a.Ptr(0), true, 0)
+	if err != nil {
+		return 0, err
+	}
+	return 0, setCwd(t, p)
+}
+
+// Fchdir implements Linux syscall fchdir(2).
+func Fchdir(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	f, err := t.FDs().Get(a.Int(0))
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	return 0, setCwd(t, f.Path())
+}
+
+func setCwd(t *kernel.Task, p vfs.Path) error {
+	if !p.Dentry.IsDir() {
+		return unix.ENOTDIR
+	}
+	st, err := p.Dentry.Inode().Stat()
+	if err != nil {
+		return err
+	}
+	if err := mayAccess(t, &st, vfs.MayExec); err != nil {
+		return err
+	}
+	t.FS().SetCwd(p)
+	return nil
+}
+
+// mayAccess checks the task's file-system credentials against st.
+func mayAccess(t *kernel.Task, st *vfs.Stat, want uint32) error {
+	c := t.Creds()
+	c.Lock()
+	defer c.Unlock()
+	return vfs.MayAccess(st, c.FSUID, append([]uint32{c.FSGID}, c.Groups...), want)
+}
+
+// Readlink implements Linux syscall readlink(2).
+func Readlink(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return readlinkAt(t, atFDCWD, a.Ptr(0), a.Ptr(1), int64(a[2]))
+}
+
+// Readlinkat implements Linux syscall readlinkat(2).
+func Readlinkat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return readlinkAt(t, a.Int(0), a.Ptr(1), a.Ptr(2), int64(a.Int(3)))
+}
+
+func readlinkAt(t *kernel.Task, dirfd int32, pathAddr, buf uintptr, size int64) (uintptr, error) {
+	if size <= 0 {
+		return 0, unix.EINVAL
+	}
+	p, err := lookupAt(t, dirfd, pathAddr, false, unix.AT_EMPTY_PATH)
+	if err != nil {
+		return 0, err
+	}
+	target, err := p.Dentry.Inode().Readlink()
+	if err != nil {
+		return 0, err
+	}
+	b := []byte(target)
+	if int64(len(b)) > size {
+		b = b[:size]
+	}
+	n, err := t.CopyOut(buf, b)
+	return retErr(uintptr(n), err)
+}
+
+// Access implements Linux syscall access(2).
+func Access(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return faccessat(t, atFDCWD, a.Ptr(0), a.Uint(1), 0)
+}
+
+// Faccessat implements Linux syscall faccessat(2).
+func Faccessat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return faccessat(t, a.Int(0), a.Ptr(1), a.Uint(2), 0)
+}
+
+// Faccessat2 implements Linux syscall faccessat2(2).
+func Faccessat2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return faccessat(t, a.Int(0), a.Ptr(1), a.Uint(2), int(a.Int(3)))
+}
+
+func faccessat(t *kernel.Task, dirfd int32, pathAddr uintptr, mode uint32, flags int) (uintptr, error) {
+	if mode&^7 != 0 || flags&^(unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return 0, unix.EINVAL
+	}
+	p, err := lookupAt(t, dirfd, pathAddr, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags)
+	if err != nil {
+		return 0, err
+	}
+	st, err := p.Dentry.Inode().Stat()
+	if err != nil {
+		return 0, err
+	}
+	// No file system is writable yet, except devices.
+	if mode&unix.W_OK != 0 && st.Type() != unix.S_IFCHR && p.Mount.Flags&unix.MS_RDONLY != 0 {
+		return 0, unix.EROFS
+	}
+	return 0, mayAccess(t, &st, mode)
+}

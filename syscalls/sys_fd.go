@@ -1,0 +1,117 @@
+package syscalls
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/kernel"
+)
+
+// Dup implements Linux syscall dup(2).
+func Dup(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	f, err := t.FDs().Get(a.Int(0))
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	fd, err := t.FDs().Install(f, 0, false, nofile(t))
+	return retErr(uintptr(fd), err)
+}
+
+// Dup2 implements Linux syscall dup2(2).
+func Dup2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	oldfd, newfd := a.Int(0), a.Int(1)
+	f, err := t.FDs().Get(oldfd)
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	if oldfd == newfd {
+		return uintptr(newfd), nil
+	}
+	return retErr(uintptr(newfd), t.FDs().InstallAt(newfd, f, false, nofile(t)))
+}
+
+// Dup3 implements Linux syscall dup3(2).
+func Dup3(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	oldfd, newfd, flags := a.Int(0), a.Int(1), int(a.Int(2))
+	if flags&^unix.O_CLOEXEC != 0 || oldfd == newfd {
+		return 0, unix.EINVAL
+	}
+	f, err := t.FDs().Get(oldfd)
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	return retErr(uintptr(newfd), t.FDs().InstallAt(newfd, f, flags&unix.O_CLOEXEC != 0, nofile(t)))
+}
+
+// Fcntl implements Linux syscall fcntl(2) for descriptor and status flags
+// and duplication.
+func Fcntl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	fd, cmd := a.Int(0), a.Int(1)
+	f, err := t.FDs().Get(fd)
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	switch cmd {
+	case unix.F_DUPFD, unix.F_DUPFD_CLOEXEC:
+		min := a.Int(2)
+		if min < 0 || uint64(min) >= nofile(t) {
+			return 0, unix.EINVAL
+		}
+		nfd, err := t.FDs().Install(f, min, cmd == unix.F_DUPFD_CLOEXEC, nofile(t))
+		return retErr(uintptr(nfd), err)
+	case unix.F_GETFD:
+		on, err := t.FDs().CloseOnExec(fd)
+		if on {
+			return unix.FD_CLOEXEC, err
+		}
+		return 0, err
+	case unix.F_SETFD:
+		return 0, t.FDs().SetCloseOnExec(fd, a.Int(2)&unix.FD_CLOEXEC != 0)
+	case unix.F_GETFL:
+		return uintptr(f.Flags()), nil
+	case unix.F_SETFL:
+		f.SetStatusFlags(int(a.Int(2)))
+		return 0, nil
+	}
+	return 0, unix.EINVAL
+}
+
+// Ioctl implements Linux syscall ioctl(2): the generic requests here, the
+// rest by the file (terminals answer a few; others ENOTTY).
+func Ioctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	fd, cmd, arg := a.Int(0), a.Uint(1), a.Ptr(2)
+	f, err := t.FDs().Get(fd)
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	switch cmd {
+	case fioclex:
+		return 0, t.FDs().SetCloseOnExec(fd, true)
+	case fionclex:
+		return 0, t.FDs().SetCloseOnExec(fd, false)
+	case fionbio:
+		var on int32
+		if err := copyInStruct(t, arg, &on); err != nil {
+			return 0, err
+		}
+		flags := f.Flags() &^ unix.O_NONBLOCK
+		if on != 0 {
+			flags |= unix.O_NONBLOCK
+		}
+		f.SetStatusFlags(flags)
+		return 0, nil
+	}
+	return f.Impl().Ioctl(cmd, arg, t)
+}
+
+// Generic ioctl requests golang.org/x/sys/unix does not name.
+const (
+	fionclex = 0x5450
+	fioclex  = 0x5451
+	fionbio  = 0x5421
+)

@@ -1,0 +1,169 @@
+package syscalls
+
+import (
+	"io"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/platform"
+	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/kernel"
+	"github.com/moat-sandbox/moat/sentry/mm"
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// mmap flags golang.org/x/sys/unix does not name.
+const (
+	mapSharedValidate = 0x03
+	mapFixedNoreplace = 0x100000
+	mapTypeMask       = 0x0f
+	// mapKnown are the flags MAP_SHARED_VALIDATE accepts.
+	mapKnown = unix.MAP_SHARED | unix.MAP_PRIVATE | unix.MAP_FIXED | unix.MAP_ANONYMOUS | unix.MAP_32BIT |
+		unix.MAP_GROWSDOWN | unix.MAP_DENYWRITE | unix.MAP_EXECUTABLE | unix.MAP_LOCKED | unix.MAP_NORESERVE |
+		unix.MAP_POPULATE | unix.MAP_NONBLOCK | unix.MAP_STACK | unix.MAP_HUGETLB | unix.MAP_SYNC |
+		mapFixedNoreplace
+)
+
+// ZeroMappable is implemented by files whose mappings are anonymous memory
+// (/dev/zero).
+type ZeroMappable interface{ MapsAsAnonymous() bool }
+
+// Mmap implements Linux syscall mmap(2). File contents are copied into the
+// mapping when it is made: MAP_SHARED file mappings do not write back.
+func Mmap(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	addr, length, prot, flags, fd, off := a.Ptr(0), a.Ptr(1), platform.Prot(a.Uint(2)), int(a.Int(3)), a.Int(4), a[5]
+	typ := flags & mapTypeMask
+	if typ != unix.MAP_SHARED && typ != unix.MAP_PRIVATE && typ != mapSharedValidate {
+		return 0, unix.EINVAL
+	}
+	if typ == mapSharedValidate && flags&^mapKnown != 0 {
+		return 0, unix.EOPNOTSUPP
+	}
+	if off%mm.PageSize != 0 {
+		return 0, unix.EINVAL
+	}
+	if off+uint64(length) < off {
+		return 0, unix.EOVERFLOW
+	}
+	o := mm.MMapOpts{Addr: addr, Length: length, Prot: prot & 7, Fixed: flags&unix.MAP_FIXED != 0,
+		NoReplace: flags&mapFixedNoreplace != 0, Shared: typ != unix.MAP_PRIVATE}
+	if flags&unix.MAP_ANONYMOUS == 0 {
+		f, err := t.FDs().Get(fd)
+		if err != nil {
+			return 0, err
+		}
+		defer f.DecRef()
+		root, _ := t.FS().Get()
+		if err := fileMapping(f, root, &o, off); err != nil {
+			return 0, err
+		}
+	}
+	if o.Name == "" && flags&unix.MAP_STACK != 0 {
+		o.Name = "[stack]"
+	}
+	return retErr(t.MM().MMap(o))
+}
+
+// fileMapping fills in the file side of a mapping request, with mmap's
+// permission rules.
+func fileMapping(f *vfs.File, root vfs.Path, o *mm.MMapOpts, off uint64) error {
+	if f.Flags()&unix.O_PATH != 0 {
+		return unix.EBADF
+	}
+	if z, ok := f.Impl().(ZeroMappable); ok && z.MapsAsAnonymous() {
+		return nil
+	}
+	src, ok := f.Impl().(io.ReaderAt)
+	if !ok || f.Path().Dentry.IsDir() {
+		return unix.ENODEV
+	}
+	if !f.Readable() {
+		return unix.EACCES
+	}
+	if o.Shared {
+		if o.Prot&platform.ProtWrite != 0 && (!f.Writable() || f.Flags()&unix.O_APPEND != 0) {
+			return unix.EACCES
+		}
+		if !f.Writable() {
+			o.MaxProt = platform.ProtRead | platform.ProtExec
+		}
+	}
+	o.File, o.Offset = src, off
+	o.Name = vfs.PathName(f.Path(), root)
+	return nil
+}
+
+// Munmap implements Linux syscall munmap(2).
+func Munmap(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return 0, t.MM().Munmap(a.Ptr(0), a.Ptr(1))
+}
+
+// Mprotect implements Linux syscall mprotect(2).
+func Mprotect(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return 0, t.MM().Mprotect(a.Ptr(0), a.Ptr(1), platform.Prot(a.Uint(2)))
+}
+
+// Brk implements Linux syscall brk(2).
+func Brk(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return t.MM().Brk(a.Ptr(0)), nil
+}
+
+// Mremap implements Linux syscall mremap(2).
+func Mremap(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return retErr(t.MM().Mremap(a.Ptr(0), a.Ptr(1), a.Ptr(2), int(a.Int(3)), a.Ptr(4)))
+}
+
+// Madvise implements Linux syscall madvise(2): MADV_DONTNEED resets pages,
+// the other advice is valid and needs nothing done.
+func Madvise(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	addr, length, advice := a.Ptr(0), a.Ptr(1), a.Int(2)
+	if addr%mm.PageSize != 0 {
+		return 0, unix.EINVAL
+	}
+	switch advice {
+	case unix.MADV_DONTNEED:
+		return 0, t.MM().DontNeed(addr, length)
+	case unix.MADV_NORMAL, unix.MADV_RANDOM, unix.MADV_SEQUENTIAL, unix.MADV_WILLNEED, unix.MADV_FREE,
+		unix.MADV_DONTFORK, unix.MADV_DOFORK, unix.MADV_MERGEABLE, unix.MADV_UNMERGEABLE,
+		unix.MADV_HUGEPAGE, unix.MADV_NOHUGEPAGE, unix.MADV_DONTDUMP, unix.MADV_DODUMP,
+		unix.MADV_COLD, unix.MADV_PAGEOUT, unix.MADV_WIPEONFORK, unix.MADV_KEEPONFORK:
+		return 0, nil
+	}
+	return 0, unix.EINVAL
+}
+
+// Msync implements Linux syscall msync(2). Mappings hold copies, so there
+// is nothing to write back.
+func Msync(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	addr, length, flags := a.Ptr(0), a.Ptr(1), int(a.Int(2))
+	if addr%mm.PageSize != 0 || flags&^(unix.MS_ASYNC|unix.MS_SYNC|unix.MS_INVALIDATE) != 0 ||
+		flags&(unix.MS_ASYNC|unix.MS_SYNC) == unix.MS_ASYNC|unix.MS_SYNC {
+		return 0, unix.EINVAL
+	}
+	if !t.MM().IsMappedRange(addr, length) {
+		return 0, unix.ENOMEM
+	}
+	return 0, nil
+}
+
+// Mlock and friends implement Linux's mlock family: guest memory is never
+// swapped out by the sentry, so locking needs nothing but range checks.
+func Mlock(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if !t.MM().IsMappedRange(a.Ptr(0)&^(mm.PageSize-1), a.Ptr(1)+a.Ptr(0)%mm.PageSize) {
+		return 0, unix.ENOMEM
+	}
+	return 0, nil
+}
+
+// Mlockall implements Linux syscall mlockall(2).
+func Mlockall(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	const mclCurrent, mclFuture, mclOnfault = 1, 2, 4
+	flags := a.Int(0)
+	if flags == 0 || flags&^(mclCurrent|mclFuture|mclOnfault) != 0 || flags == mclOnfault {
+		return 0, unix.EINVAL
+	}
+	return 0, nil
+}
+
+// Munlockall implements Linux syscall munlockall(2).
+func Munlockall(*kernel.Task, *arch.SyscallArgs) (uintptr, error) { return 0, nil }

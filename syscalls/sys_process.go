@@ -1,0 +1,252 @@
+package syscalls
+
+import (
+	"runtime"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/kernel"
+)
+
+// Exit implements Linux syscall exit(2).
+func Exit(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	t.Exit(int(a.Int(0)))
+	return 0, kernel.ErrNoReturn
+}
+
+// ExitGroup implements Linux syscall exit_group(2).
+func ExitGroup(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	t.ExitGroup(int(a.Int(0)))
+	return 0, kernel.ErrNoReturn
+}
+
+// arch_prctl codes.
+const (
+	archSetGS    = 0x1001
+	archSetFS    = 0x1002
+	archGetFS    = 0x1003
+	archGetGS    = 0x1004
+	archGetCPUID = 0x1011
+	archSetCPUID = 0x1012
+)
+
+// ArchPrctl implements Linux syscall arch_prctl(2).
+func ArchPrctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	regs := t.Regs()
+	code, addr := a.Int(0), a[1]
+	switch code {
+	case archSetFS, archSetGS:
+		if addr >= uint64(t.MM().MaxAddr()) {
+			return 0, unix.EPERM
+		}
+		if code == archSetFS {
+			regs.FSBase = addr
+		} else {
+			regs.GSBase = addr
+		}
+		return 0, nil
+	case archGetFS:
+		return 0, copyOutU64(t, uintptr(addr), regs.FSBase)
+	case archGetGS:
+		return 0, copyOutU64(t, uintptr(addr), regs.GSBase)
+	case archGetCPUID:
+		return 1, nil // cpuid is not faulting
+	case archSetCPUID:
+		return 0, unix.ENODEV // no CPUID faulting for guests
+	}
+	return 0, unix.EINVAL
+}
+
+// SetTidAddress implements Linux syscall set_tid_address(2).
+func SetTidAddress(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	t.SetClearChildTID(a.Ptr(0))
+	return uintptr(t.TID()), nil
+}
+
+// robustListHeadSize is sizeof(struct robust_list_head).
+const robustListHeadSize = 24
+
+// SetRobustList implements Linux syscall set_robust_list(2).
+func SetRobustList(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if a[1] != robustListHeadSize {
+		return 0, unix.EINVAL
+	}
+	t.SetRobustList(a.Ptr(0))
+	return 0, nil
+}
+
+// GetRobustList implements Linux syscall get_robust_list(2) for the caller.
+func GetRobustList(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if pid := a.Int(0); pid != 0 && pid != t.TID() {
+		return 0, unix.ESRCH
+	}
+	if err := copyOutU64(t, a.Ptr(1), uint64(t.RobustList())); err != nil {
+		return 0, err
+	}
+	return 0, copyOutU64(t, a.Ptr(2), robustListHeadSize)
+}
+
+// prctl options.
+const (
+	prSetPdeathsig      = 1
+	prGetPdeathsig      = 2
+	prGetDumpable       = 3
+	prSetDumpable       = 4
+	prGetKeepcaps       = 7
+	prSetKeepcaps       = 8
+	prSetName           = 15
+	prGetName           = 16
+	prGetSeccomp        = 21
+	prCapbsetRead       = 23
+	prSetTimerslack     = 29
+	prGetTimerslack     = 30
+	prSetChildSubreaper = 36
+	prGetChildSubreaper = 37
+	prSetNoNewPrivs     = 38
+	prGetNoNewPrivs     = 39
+	prSetTHPDisable     = 41
+	prGetTHPDisable     = 42
+	capLastCap          = 40
+	maxTaskCommLen      = 16
+	defaultTimerSlackNs = 50000
+)
+
+// Prctl implements Linux syscall prctl(2) for the options programs use to
+// name themselves and to set process flags.
+func Prctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	p := t.PrctlState()
+	switch a.Int(0) {
+	case prSetPdeathsig:
+		if sig := int(a[1]); sig != 0 && !kernel.ValidSignal(sig) {
+			return 0, unix.EINVAL
+		}
+		p.PdeathSig = int(a[1])
+	case prGetPdeathsig:
+		return 0, copyOutU32(t, a.Ptr(1), uint32(p.PdeathSig))
+	case prGetDumpable:
+		return uintptr(p.Dumpable), nil
+	case prSetDumpable:
+		if a[1] > 1 {
+			return 0, unix.EINVAL
+		}
+		p.Dumpable = int(a[1])
+	case prGetKeepcaps:
+		if p.KeepCaps {
+			return 1, nil
+		}
+	case prSetKeepcaps:
+		if a[1] > 1 {
+			return 0, unix.EINVAL
+		}
+		p.KeepCaps = a[1] == 1
+	case prSetName:
+		name, err := t.CopyInString(a.Ptr(1), maxTaskCommLen)
+		if err == unix.ENAMETOOLONG {
+			// A longer name is cut, not refused.
+			var b [maxTaskCommLen - 1]byte
+			if _, err := t.CopyIn(a.Ptr(1), b[:]); err != nil {
+				return 0, err
+			}
+			name, err = string(b[:]), nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		t.SetComm(name)
+	case prGetName:
+		var b [maxTaskCommLen]byte
+		copy(b[:], t.Comm())
+		_, err := t.CopyOut(a.Ptr(1), b[:])
+		return 0, err
+	case prGetSeccomp:
+		return 0, nil
+	case prCapbsetRead:
+		if a[1] > capLastCap {
+			return 0, unix.EINVAL
+		}
+		return 1, nil
+	case prSetTimerslack:
+		p.TimerSlack = a[1]
+		if p.TimerSlack == 0 {
+			p.TimerSlack = defaultTimerSlackNs
+		}
+	case prGetTimerslack:
+		return uintptr(p.TimerSlack), nil
+	case prSetChildSubreaper:
+		t.ThreadGroup().SetChildSubreaper(a[1] != 0)
+	case prGetChildSubreaper:
+		var v uint32
+		if t.ThreadGroup().ChildSubreaper() {
+			v = 1
+		}
+		return 0, copyOutU32(t, a.Ptr(1), v)
+	case prSetNoNewPrivs:
+		if a[1] != 1 || a[2] != 0 || a[3] != 0 || a[4] != 0 {
+			return 0, unix.EINVAL
+		}
+		p.NoNewPrivs = true
+	case prGetNoNewPrivs:
+		if a[1] != 0 || a[2] != 0 || a[3] != 0 || a[4] != 0 {
+			return 0, unix.EINVAL
+		}
+		if p.NoNewPrivs {
+			return 1, nil
+		}
+	case prSetTHPDisable:
+		p.THPDisable = a[1] != 0
+	case prGetTHPDisable:
+		if p.THPDisable {
+			return 1, nil
+		}
+	default:
+		return 0, unix.EINVAL
+	}
+	return 0, nil
+}
+
+// Umask implements Linux syscall umask(2).
+func Umask(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return uintptr(t.FS().SwapUmask(a.Uint(0))), nil
+}
+
+// SchedYield implements Linux syscall sched_yield(2).
+func SchedYield(*kernel.Task, *arch.SyscallArgs) (uintptr, error) {
+	runtime.Gosched()
+	return 0, nil
+}
+
+// SchedGetaffinity implements Linux syscall sched_getaffinity(2): every CPU
+// the sentry may use.
+func SchedGetaffinity(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if pid := a.Int(0); pid != 0 && pid != t.TID() {
+		return 0, unix.ESRCH
+	}
+	size := a[1]
+	ncpu := runtime.NumCPU()
+	need := uint64((ncpu + 63) / 64 * 8)
+	if size < need || size%8 != 0 {
+		return 0, unix.EINVAL
+	}
+	mask := make([]byte, need)
+	for i := 0; i < ncpu; i++ {
+		mask[i/8] |= 1 << (i % 8)
+	}
+	if _, err := t.CopyOut(a.Ptr(2), mask); err != nil {
+		return 0, err
+	}
+	return uintptr(need), nil
+}
+
+// Getcpu implements Linux syscall getcpu(2); the sandbox reports CPU 0 on
+// node 0, since a guest thread may move at any moment anyway.
+func Getcpu(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	for i := 0; i < 2; i++ {
+		if a[i] != 0 {
+			if err := copyOutU32(t, a.Ptr(i), 0); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return 0, nil
+}

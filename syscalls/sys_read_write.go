@@ -1,0 +1,202 @@
+package syscalls
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/kernel"
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// maxRW is the most one read or write moves (MAX_RW_COUNT).
+const maxRW = 0x7ffff000
+
+// uioMaxIOV is the most iovecs one call takes (UIO_MAXIOV).
+const uioMaxIOV = 1024
+
+// Read implements Linux syscall read(2).
+func Read(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	f, err := t.FDs().Get(a.Int(0))
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	n, err := f.Read(ioseq(t, a.Ptr(1), a[2]))
+	return retErr(uintptr(n), err)
+}
+
+// Write implements Linux syscall write(2).
+func Write(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	f, err := t.FDs().Get(a.Int(0))
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	n, err := f.Write(ioseq(t, a.Ptr(1), a[2]))
+	return retErr(uintptr(n), err)
+}
+
+// Pread64 implements Linux syscall pread64(2).
+func Pread64(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	f, err := t.FDs().Get(a.Int(0))
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	n, err := f.Pread(ioseq(t, a.Ptr(1), a[2]), a.Int64(3))
+	return retErr(uintptr(n), err)
+}
+
+// Pwrite64 implements Linux syscall pwrite64(2).
+func Pwrite64(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	f, err := t.FDs().Get(a.Int(0))
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	n, err := f.Pwrite(ioseq(t, a.Ptr(1), a[2]), a.Int64(3))
+	return retErr(uintptr(n), err)
+}
+
+// Readv implements Linux syscall readv(2).
+func Readv(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return vectored(t, a, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Read(s) })
+}
+
+// Writev implements Linux syscall writev(2).
+func Writev(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return vectored(t, a, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Write(s) })
+}
+
+// Preadv implements Linux syscall preadv(2).
+func Preadv(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	off := a.Int64(3)
+	return vectored(t, a, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Pread(s, off) })
+}
+
+// Pwritev implements Linux syscall pwritev(2).
+func Pwritev(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	off := a.Int64(3)
+	return vectored(t, a, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Pwrite(s, off) })
+}
+
+// ioseq is the guest buffer of a read or write, with its length clamped as
+// Linux clamps it.
+func ioseq(t *kernel.Task, addr uintptr, n uint64) *vfs.IOSeq {
+	return vfs.NewIOSeq(t.MM(), addr, int(min(n, maxRW)))
+}
+
+// vectored reads the iovec array of a readv-style call and runs op on it.
+func vectored(t *kernel.Task, a *arch.SyscallArgs, op func(*vfs.File, *vfs.IOSeq) (int, error)) (uintptr, error) {
+	f, err := t.FDs().Get(a.Int(0))
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	ranges, err := copyInIovecs(t, a.Ptr(1), a[2])
+	if err != nil {
+		return 0, err
+	}
+	n, err := op(f, vfs.NewIOSeqRanges(t.MM(), ranges))
+	return retErr(uintptr(n), err)
+}
+
+// copyInIovecs reads an array of struct iovec.
+func copyInIovecs(t *kernel.Task, addr uintptr, count uint64) ([]vfs.Range, error) {
+	if count > uioMaxIOV {
+		return nil, unix.EINVAL
+	}
+	// struct iovec: base and length.
+	type iovec struct{ Base, Len uint64 }
+	raw := make([]iovec, count)
+	for i := range raw {
+		if err := copyInStruct(t, addr+uintptr(i)*16, &raw[i]); err != nil {
+			return nil, err
+		}
+	}
+	ranges := make([]vfs.Range, 0, count)
+	total := uint64(0)
+	for _, v := range raw {
+		if int64(v.Len) < 0 {
+			return nil, unix.EINVAL
+		}
+		// The total is clamped to MAX_RW_COUNT, not refused.
+		n := min(v.Len, maxRW-total)
+		total += n
+		ranges = append(ranges, vfs.Range{Addr: uintptr(v.Base), Len: int(n)})
+	}
+	return ranges, nil
+}
+
+// Sendfile implements Linux syscall sendfile(2), through a sentry buffer.
+func Sendfile(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	out, err := t.FDs().Get(a.Int(0))
+	if err != nil {
+		return 0, err
+	}
+	defer out.DecRef()
+	in, err := t.FDs().Get(a.Int(1))
+	if err != nil {
+		return 0, err
+	}
+	defer in.DecRef()
+	if !in.Readable() || !out.Writable() {
+		return 0, unix.EBADF
+	}
+	if out.Flags()&unix.O_APPEND != 0 {
+		return 0, unix.EINVAL
+	}
+	offAddr, count := a.Ptr(2), min(a[3], maxRW)
+	var off int64
+	if offAddr != 0 {
+		if err := copyInStruct(t, offAddr, &off); err != nil {
+			return 0, err
+		}
+		if off < 0 {
+			return 0, unix.EINVAL
+		}
+	}
+	buf := make([]byte, min(count, 1<<16))
+	done := uint64(0)
+	for done < count {
+		chunk := buf[:min(uint64(len(buf)), count-done)]
+		var n int
+		if offAddr != 0 {
+			n, err = in.Pread(vfs.NewIOSeqBuffer(chunk), off+int64(done))
+		} else {
+			n, err = in.Read(vfs.NewIOSeqBuffer(chunk))
+		}
+		if n == 0 || err != nil {
+			break
+		}
+		w, werr := out.Write(vfs.NewIOSeqBuffer(chunk[:n]))
+		done += uint64(w)
+		if werr != nil {
+			err = werr
+			break
+		}
+		if n < len(chunk) {
+			break
+		}
+	}
+	if offAddr != 0 {
+		if err := copyOutU64(t, offAddr, uint64(off)+done); err != nil {
+			return 0, err
+		}
+	}
+	if done == 0 && err != nil {
+		return 0, err
+	}
+	return uintptr(done), nil
+}
+
+// Lseek implements Linux syscall lseek(2).
+func Lseek(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	f, err := t.FDs().Get(a.Int(0))
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	off, err := f.Seek(a.Int64(1), int(a.Int(2)))
+	return retErr(uintptr(off), err)
+}

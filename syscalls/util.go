@@ -1,0 +1,115 @@
+package syscalls
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/kernel"
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// atFDCWD is AT_FDCWD as the guest passes it (a 32-bit int).
+const atFDCWD = -100
+
+// copyInPath reads a path argument.
+func copyInPath(t *kernel.Task, addr uintptr) (string, error) {
+	return t.CopyInString(addr, vfs.PathMax)
+}
+
+// dirPath returns where a path relative to dirfd starts: the working
+// directory for AT_FDCWD, else the directory open at dirfd.
+func dirPath(t *kernel.Task, dirfd int32) (vfs.Path, error) {
+	if dirfd == atFDCWD {
+		_, cwd := t.FS().Get()
+		return cwd, nil
+	}
+	f, err := t.FDs().Get(dirfd)
+	if err != nil {
+		return vfs.Path{}, err
+	}
+	defer f.DecRef()
+	if !f.Path().Dentry.IsDir() {
+		return vfs.Path{}, unix.ENOTDIR
+	}
+	return f.Path(), nil
+}
+
+// lookupAt resolves the path at pathAddr relative to dirfd. With
+// AT_EMPTY_PATH in flags, an empty path names dirfd's own file.
+func lookupAt(t *kernel.Task, dirfd int32, pathAddr uintptr, follow bool, flags int) (vfs.Path, error) {
+	name, err := copyInPath(t, pathAddr)
+	if err != nil {
+		return vfs.Path{}, err
+	}
+	if name == "" && flags&unix.AT_EMPTY_PATH != 0 {
+		if dirfd == atFDCWD {
+			_, cwd := t.FS().Get()
+			return cwd, nil
+		}
+		f, err := t.FDs().Get(dirfd)
+		if err != nil {
+			return vfs.Path{}, err
+		}
+		defer f.DecRef()
+		return f.Path(), nil
+	}
+	var start vfs.Path
+	if name == "" || name[0] != '/' {
+		if start, err = dirPath(t, dirfd); err != nil {
+			return vfs.Path{}, err
+		}
+	}
+	return t.Resolver(start).Lookup(name, follow)
+}
+
+// copyOutStruct writes the bytes of *p to guest memory.
+func copyOutStruct[T any](t *kernel.Task, addr uintptr, p *T) error {
+	_, err := t.CopyOut(addr, unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)))
+	return err
+}
+
+// copyInStruct reads *p from guest memory.
+func copyInStruct[T any](t *kernel.Task, addr uintptr, p *T) error {
+	_, err := t.CopyIn(addr, unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)))
+	return err
+}
+
+// copyOutU32 and copyOutU64 write one integer.
+func copyOutU32(t *kernel.Task, addr uintptr, v uint32) error {
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], v)
+	_, err := t.CopyOut(addr, b[:])
+	return err
+}
+
+func copyOutU64(t *kernel.Task, addr uintptr, v uint64) error {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	_, err := t.CopyOut(addr, b[:])
+	return err
+}
+
+// copyInTimespec reads a struct timespec and checks it.
+func copyInTimespec(t *kernel.Task, addr uintptr) (unix.Timespec, error) {
+	var ts unix.Timespec
+	if err := copyInStruct(t, addr, &ts); err != nil {
+		return ts, err
+	}
+	if ts.Sec < 0 || ts.Nsec < 0 || ts.Nsec >= 1e9 {
+		return ts, unix.EINVAL
+	}
+	return ts, nil
+}
+
+// nofile is the task's RLIMIT_NOFILE, the bound on new fds.
+func nofile(t *kernel.Task) uint64 { return t.Limits().Get(unix.RLIMIT_NOFILE).Cur }
+
+// retErr returns (0, err) for an error, or (v, nil).
+func retErr(v uintptr, err error) (uintptr, error) {
+	if err != nil {
+		return 0, err
+	}
+	return v, nil
+}
