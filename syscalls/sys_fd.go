@@ -105,6 +105,10 @@ func Ioctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		}
 		f.SetStatusFlags(flags)
 		return 0, nil
+	case fionread:
+		if st, err := f.Stat(); err == nil && st.Type() == unix.S_IFREG {
+			return 0, copyOutU32(t, arg, uint32(max(0, min(st.Size-f.Offset(), 1<<31-1))))
+		}
 	}
 	return f.Impl().Ioctl(cmd, arg, t)
 }
@@ -114,4 +118,5 @@ const (
 	fionclex = 0x5450
 	fioclex  = 0x5451
 	fionbio  = 0x5421
+	fionread = 0x541b
 )

@@ -65,7 +65,8 @@ func hasCapSysResource(t *kernel.Task) bool {
 }
 
 // Getrusage implements Linux syscall getrusage(2). CPU time is the task's
-// approximation; the other fields are zero.
+// approximation, the maximum resident set the current one; the other
+// fields are zero.
 func Getrusage(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	switch a.Int(0) {
 	case unix.RUSAGE_SELF, unix.RUSAGE_THREAD, unix.RUSAGE_CHILDREN:
@@ -76,6 +77,7 @@ func Getrusage(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if a.Int(0) != unix.RUSAGE_CHILDREN {
 		ts, _ := t.Kernel().ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, t)
 		ru.Utime = unix.NsecToTimeval(ts.Nano())
+		ru.Maxrss = int64(t.MM().ResidentBytes() / 1024)
 	}
 	return 0, copyOutStruct(t, a.Ptr(1), &ru)
 }

@@ -167,3 +167,20 @@ func Mlockall(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // Munlockall implements Linux syscall munlockall(2).
 func Munlockall(*kernel.Task, *arch.SyscallArgs) (uintptr, error) { return 0, nil }
+
+// Mincore implements Linux syscall mincore(2).
+func Mincore(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	addr, length, vec := a.Ptr(0), a.Ptr(1), a.Ptr(2)
+	if addr%mm.PageSize != 0 {
+		return 0, unix.EINVAL
+	}
+	if addr+length < addr || length > 1<<40 {
+		return 0, unix.ENOMEM
+	}
+	res, err := t.MM().Residency(addr, length)
+	if err != nil {
+		return 0, err
+	}
+	_, err = t.CopyOut(vec, res)
+	return 0, err
+}

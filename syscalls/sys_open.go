@@ -38,11 +38,14 @@ func openAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int, mode uint3
 	if err != nil {
 		return 0, err
 	}
+	if name == "" {
+		return 0, unix.ENOENT
+	}
 	if flags&unix.O_TMPFILE == unix.O_TMPFILE {
 		return 0, unix.EOPNOTSUPP
 	}
 	var start vfs.Path
-	if name == "" || name[0] != '/' {
+	if name[0] != '/' {
 		if start, err = dirPath(t, dirfd); err != nil {
 			return 0, err
 		}

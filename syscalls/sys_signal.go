@@ -10,6 +10,11 @@ import (
 // sigsetSize is the only sigset size x86-64 Linux accepts.
 const sigsetSize = 8
 
+// saKnownFlags are the sa_flags bits x86-64 Linux keeps (UAPI_SA_FLAGS):
+// SA_NOCLDSTOP, SA_NOCLDWAIT, SA_SIGINFO, SA_RESTORER, SA_ONSTACK,
+// SA_RESTART, SA_NODEFER and SA_RESETHAND.
+const saKnownFlags = 0x1 | 0x2 | 0x4 | 0x04000000 | 0x08000000 | 0x10000000 | 0x40000000 | 0x80000000
+
 // RtSigaction implements Linux syscall rt_sigaction(2). Actions are
 // recorded and reported; delivering signals to handlers comes with the
 // process model.
@@ -25,6 +30,9 @@ func RtSigaction(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		if err := copyInStruct(t, act, &nu); err != nil {
 			return 0, err
 		}
+		// Unknown flags are cleared, so that a program can tell which
+		// flags the kernel supports (Linux >= 5.11).
+		nu.Flags &= saKnownFlags
 		var err error
 		if old, err = tg.SetAction(sig, nu); err != nil {
 			return 0, err

@@ -55,8 +55,11 @@ func lookupAt(t *kernel.Task, dirfd int32, pathAddr uintptr, follow bool, flags 
 		defer f.DecRef()
 		return f.Path(), nil
 	}
+	if name == "" {
+		return vfs.Path{}, unix.ENOENT
+	}
 	var start vfs.Path
-	if name == "" || name[0] != '/' {
+	if name[0] != '/' {
 		if start, err = dirPath(t, dirfd); err != nil {
 			return vfs.Path{}, err
 		}

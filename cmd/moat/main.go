@@ -31,6 +31,7 @@ type globalOptions struct {
 	logFormat     string
 	debug         bool
 	systemdCgroup bool
+	platform      string
 	log           *logger
 }
 
@@ -59,6 +60,7 @@ func moatMain(args []string) int {
 	o.String(&g.logFormat, "log-format", "FORMAT", "text", "format of the --log file: text or json")
 	o.Bool(&g.debug, "debug", "log debug lines")
 	o.Bool(&g.systemdCgroup, "systemd-cgroup", "accepted for compatibility with runc; it has no effect")
+	o.String(&g.platform, "platform", "NAME", "systrap", "how the sentry runs guest code: systrap (the only platform so far)")
 	o.Bool(&showVersion, "version,v", "print the version and exit")
 	if err := o.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -66,6 +68,9 @@ func moatMain(args []string) int {
 			return 0
 		}
 		return reportError(nil, "", fmt.Errorf("%v (see moat --help)", err))
+	}
+	if g.platform != "systrap" {
+		return reportError(nil, "", fmt.Errorf("unknown --platform %q: moat supports systrap", g.platform))
 	}
 	if showVersion {
 		fmt.Printf("moat version %s\nspec: %s\n", version, specs.Version)

@@ -23,6 +23,7 @@
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -125,6 +126,46 @@ static inline long sys_pread64(int fd, void *buf, size_t n, long off)
 static inline long sys_pwrite64(int fd, const void *buf, size_t n, long off)
 {
 	return syscall(SYS_pwrite64, fd, buf, n, off);
+}
+
+/*
+ * proc_status returns the value of the "Name:" line of /proc/self/status
+ * with the leading blanks cut ("0022", "4 kB"): some process state (the
+ * umask, the locked memory) shows nowhere else. When the file or the line is
+ * missing it returns a description of that instead, so that a CHECK_STR on
+ * the result says what went wrong. The result lives in a static buffer until
+ * the next call.
+ */
+static inline const char *proc_status(const char *name)
+{
+	static char buf[8192], value[128];
+	size_t len = 0, n = strlen(name);
+	char *line, *end;
+	long r;
+	int fd;
+
+	fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY);
+	if (fd < 0) {
+		snprintf(value, sizeof(value), "(/proc/self/status: %s)",
+			 check_errname(errno));
+		return value;
+	}
+	while (len < sizeof(buf) - 1 &&
+	       (r = syscall(SYS_read, fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += r;
+	close(fd);
+	buf[len] = '\0';
+	for (line = buf; *line; line = end + (*end == '\n')) {
+		end = strchrnul(line, '\n');
+		if (strncmp(line, name, n) != 0 || line[n] != ':')
+			continue;
+		line += n + 1;
+		line += strspn(line, " \t");
+		snprintf(value, sizeof(value), "%.*s", (int)(end - line), line);
+		return value;
+	}
+	snprintf(value, sizeof(value), "(no %s in /proc/self/status)", name);
+	return value;
 }
 
 /* CHECK asserts that a condition holds. */

@@ -11,7 +11,7 @@
  * non-link; getdents64 listing exactly the known entries with their types
  * and inodes, and again after rewinding; faccessat; getcwd, chdir, fchdir.
  */
-// covers: openat close fstat newfstatat statx readlinkat getdents64 faccessat getcwd chdir fchdir
+// covers: openat close fstat newfstatat statx readlinkat getdents64 faccessat faccessat2 getcwd chdir fchdir
 #include "check.h"
 
 #include <dirent.h>
@@ -258,6 +258,18 @@ static void test_faccessat(void)
 	CHECK_ERR(syscall(SYS_faccessat, AT_FDCWD, DATA_DIR "/missing", F_OK),
 		  ENOENT);
 	CHECK_ERR(syscall(SYS_faccessat, AT_FDCWD, HELLO_PATH, 0x100), EINVAL);
+
+	/* faccessat2 adds flags: AT_EACCESS, AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH. */
+	CHECK_EQ(syscall(SYS_faccessat2, AT_FDCWD, HELLO_PATH, R_OK, AT_EACCESS), 0);
+	CHECK_EQ(syscall(SYS_faccessat2, AT_FDCWD, LINK_PATH, F_OK, AT_SYMLINK_NOFOLLOW), 0);
+	CHECK_ERR(syscall(SYS_faccessat2, AT_FDCWD, HELLO_PATH, R_OK, 0x1), EINVAL);
+	CHECK_ERR(syscall(SYS_faccessat2, AT_FDCWD, HELLO_PATH, 0x100, 0), EINVAL);
+	{
+		int fd = CHECK_OK(open(HELLO_PATH, O_RDONLY));
+		CHECK_EQ(syscall(SYS_faccessat2, fd, "", R_OK, AT_EMPTY_PATH), 0);
+		CHECK_ERR(syscall(SYS_faccessat2, fd, "", R_OK, 0), ENOENT);
+		close(fd);
+	}
 	if (!check_native)
 		CHECK_ERR(syscall(SYS_faccessat, AT_FDCWD, HELLO_PATH, W_OK), EROFS);
 }

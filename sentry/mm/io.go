@@ -1,6 +1,8 @@
 package mm
 
 import (
+	"unsafe"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/platform"
@@ -118,4 +120,57 @@ func (m *MemoryManager) IsMappedRange(addr, length uintptr) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.vmas.covered(pageRoundDown(addr), end)
+}
+
+// Residency reports, one byte per page of [addr, addr+length), whether the
+// page's memory exists (the guest or a file filled it), as mincore(2) does.
+func (m *MemoryManager) Residency(addr, length uintptr) ([]byte, error) {
+	end, ok := pageRoundUp(addr + length)
+	if !ok {
+		return nil, unix.ENOMEM
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if !m.vmas.covered(addr, end) {
+		return nil, unix.ENOMEM
+	}
+	out := make([]byte, (end-addr)/PageSize)
+	pos := 0
+	for k := m.vmas.find(addr); k < len(m.vmas) && m.vmas[k].start < end; k++ {
+		v := &m.vmas[k]
+		lo, hi := max(v.start, addr), min(v.end, end)
+		view := m.mf.Slice(v.off+uint64(lo-v.start), uint64(hi-lo))
+		n := int((hi - lo) / PageSize)
+		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&view[0])), uintptr(len(view)),
+			uintptr(unsafe.Pointer(&out[pos]))); errno != 0 {
+			return nil, errno
+		}
+		pos += n
+	}
+	for i := range out {
+		out[i] &= 1
+	}
+	return out, nil
+}
+
+// ResidentBytes is how much of the address space's memory exists now (its
+// resident set).
+func (m *MemoryManager) ResidentBytes() uint64 {
+	m.mu.RLock()
+	var spans [][2]uintptr
+	for _, v := range m.vmas {
+		spans = append(spans, [2]uintptr{v.start, v.length()})
+	}
+	m.mu.RUnlock()
+	var total uint64
+	for _, s := range spans {
+		res, err := m.Residency(s[0], s[1])
+		if err != nil {
+			continue // unmapped meanwhile
+		}
+		for _, r := range res {
+			total += uint64(r) * PageSize
+		}
+	}
+	return total
 }

@@ -190,5 +190,12 @@ func (f *File) Seek(off int64, whence int) (int64, error) {
 	return n, nil
 }
 
+// Offset returns the file offset.
+func (f *File) Offset() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.off
+}
+
 // Stat returns the file's attributes.
 func (f *File) Stat() (Stat, error) { return f.impl.Stat() }

@@ -5,6 +5,9 @@
 package goferfs
 
 import (
+	"sync"
+	"sync/atomic"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/gofer"
@@ -16,7 +19,14 @@ import (
 type fs struct {
 	client *gofer.Client
 	dev    uint64 // the device number the guest sees for every file
+
+	// cachedFDs counts read-only host descriptors kept open by inodes.
+	cachedFDs atomic.Int64
 }
+
+// maxCachedFDs bounds the read-only descriptors kept open after their last
+// guest close, so that reopening a file costs no gofer round trip.
+const maxCachedFDs = 4096
 
 // inode is one file the gofer holds for us. Attributes are read once, at
 // walk time: the tree is the container image and does not change under the
@@ -25,6 +35,13 @@ type inode struct {
 	fs   *fs
 	node gofer.NodeID
 	attr vfs.Stat
+
+	// ro is a read-only host descriptor shared by every read-only open of
+	// a regular file: I/O on it is positioned (pread), so opens need not
+	// have their own. users counts the opens using it.
+	mu    sync.Mutex
+	ro    *host.File
+	users int
 }
 
 // New returns the root dentry of the gofer's tree.
@@ -91,6 +108,14 @@ func (i *inode) Open(flags int) (vfs.FileImpl, error) {
 		// Device nodes in an image never reach the host's devices.
 		return nil, unix.EACCES
 	}
+	if i.attr.Type() == unix.S_IFREG && flags&(unix.O_ACCMODE|unix.O_TRUNC) == unix.O_RDONLY {
+		return i.openShared()
+	}
+	return i.openHost(flags)
+}
+
+// openHost asks the gofer for a descriptor of its own.
+func (i *inode) openHost(flags int) (*host.File, error) {
 	// O_APPEND stays in the sentry: a host pwrite on an O_APPEND descriptor
 	// would ignore the offset the sentry chose.
 	fd, err := i.fs.client.Open(i.node, flags&(unix.O_ACCMODE|unix.O_TRUNC|unix.O_NONBLOCK))
@@ -103,6 +128,41 @@ func (i *inode) Open(flags int) (vfs.FileImpl, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// openShared returns an open that uses the inode's read-only descriptor.
+func (i *inode) openShared() (vfs.FileImpl, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.ro == nil {
+		f, err := i.openHost(unix.O_RDONLY)
+		if err != nil {
+			return nil, err
+		}
+		i.ro = f
+		i.fs.cachedFDs.Add(1)
+	}
+	i.users++
+	return &sharedFile{File: i.ro, i: i}, nil
+}
+
+// sharedFile is one open of a shared read-only descriptor.
+type sharedFile struct {
+	*host.File
+	i *inode
+}
+
+// Release drops the open; the descriptor stays cached unless too many are.
+func (f *sharedFile) Release() {
+	i := f.i
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.users--
+	if i.users == 0 && i.fs.cachedFDs.Load() > maxCachedFDs {
+		i.ro.Release()
+		i.ro = nil
+		i.fs.cachedFDs.Add(-1)
+	}
 }
 
 // dirFile is an open directory: listing goes through the inode, and vfs

@@ -1,0 +1,214 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+var (
+	buildOnce sync.Once
+	builtPath string
+	buildErr  error
+)
+
+// moatBinary returns the moat binary under test.
+func moatBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("MOAT_BINARY"); p != "" {
+		return p
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "moat-integration-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtPath = filepath.Join(dir, "moat")
+		cmd := exec.Command("go", "build", "-o", builtPath, "github.com/moat-sandbox/moat/cmd/moat")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = &buildError{err, string(out)}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build moat: %v", buildErr)
+	}
+	return builtPath
+}
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// busybox is Debian's static busybox, which test bundles are made of.
+const busybox = "/usr/bin/busybox"
+
+// env is one test's moat: a state root and a bundle.
+type env struct {
+	t      *testing.T
+	moat   string
+	root   string // --root
+	bundle string
+	log    string // --log
+	pids   []int  // sentry pids this test saw
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	if _, err := os.Stat(busybox); err != nil {
+		t.Skipf("%s is missing (make test installs busybox-static): no root file system to test with", busybox)
+	}
+	dir := t.TempDir()
+	e := &env{t: t, moat: moatBinary(t), root: filepath.Join(dir, "state"), bundle: filepath.Join(dir, "bundle"),
+		log: filepath.Join(dir, "moat.log")}
+	rootfs := filepath.Join(e.bundle, "rootfs")
+	for _, d := range []string{"bin", "etc", "dev", "tmp"} {
+		must(t, os.MkdirAll(filepath.Join(rootfs, d), 0o755))
+	}
+	data, err := os.ReadFile(busybox)
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(rootfs, "bin/busybox"), data, 0o755))
+	for _, applet := range []string{"sh", "sleep", "cat", "echo", "true"} {
+		must(t, os.Symlink("busybox", filepath.Join(rootfs, "bin", applet)))
+	}
+	must(t, os.WriteFile(filepath.Join(rootfs, "etc/passwd"), []byte("root:x:0:0:root:/:/bin/sh\n"), 0o644))
+	t.Cleanup(e.checkClean)
+	return e
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// config writes the bundle's config.json for args.
+func (e *env) config(args ...string) {
+	e.writeSpec(specs.Spec{
+		Version:  specs.Version,
+		Process:  &specs.Process{Args: args, Env: []string{"PATH=/bin"}, Cwd: "/"},
+		Root:     &specs.Root{Path: "rootfs", Readonly: true},
+		Hostname: "moat-integration",
+	})
+}
+
+// setCwd changes the process's working directory in config.json.
+func (e *env) setCwd(cwd string) {
+	data, err := os.ReadFile(filepath.Join(e.bundle, "config.json"))
+	must(e.t, err)
+	var spec specs.Spec
+	must(e.t, json.Unmarshal(data, &spec))
+	spec.Process.Cwd = cwd
+	e.writeSpec(spec)
+}
+
+func (e *env) writeSpec(spec specs.Spec) {
+	data, err := json.Marshal(spec)
+	must(e.t, err)
+	must(e.t, os.WriteFile(filepath.Join(e.bundle, "config.json"), data, 0o644))
+}
+
+// moatCmd runs moat with the env's global flags; stdin is empty. Output
+// goes through files, not pipes: a created container's sentry keeps the
+// CLI's stdout and stderr as the guest's, so pipes would not see EOF.
+func (e *env) moatCmd(args ...string) (stdout, stderr string, code int) {
+	e.t.Helper()
+	cmd := e.command(args...)
+	outF, err := os.CreateTemp(e.t.TempDir(), "stdout")
+	must(e.t, err)
+	defer outF.Close()
+	errF, err := os.CreateTemp(e.t.TempDir(), "stderr")
+	must(e.t, err)
+	defer errF.Close()
+	cmd.Stdout, cmd.Stderr = outF, errF
+	err = cmd.Run()
+	out, _ := os.ReadFile(outF.Name())
+	errb, _ := os.ReadFile(errF.Name())
+	code = 0
+	if err != nil {
+		exitErr, ok := err.(*exec.ExitError)
+		if !ok {
+			e.t.Fatalf("run moat %v: %v", args, err)
+		}
+		code = exitErr.ExitCode()
+	}
+	return string(out), string(errb), code
+}
+
+// state returns `moat state id` parsed.
+func (e *env) state(id string) specs.State {
+	e.t.Helper()
+	out, errOut, code := e.moatCmd("state", id)
+	if code != 0 {
+		e.t.Fatalf("moat state %s: exit %d: %s", id, code, errOut)
+	}
+	var st specs.State
+	must(e.t, json.Unmarshal([]byte(out), &st))
+	if st.Pid != 0 {
+		e.pids = append(e.pids, st.Pid)
+	}
+	return st
+}
+
+// waitStatus polls until id reaches status or the deadline passes.
+func (e *env) waitStatus(id string, want specs.ContainerState) specs.State {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := e.state(id)
+		if st.Status == want || time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkClean asserts that nothing of moat is left: no state, no sentry this
+// test saw, no gofer serving its bundle.
+func (e *env) checkClean() {
+	entries, _ := os.ReadDir(e.root)
+	for _, ent := range entries {
+		e.t.Errorf("left behind under --root: %s", ent.Name())
+	}
+	for _, pid := range e.pids {
+		if args := cmdline(pid); len(args) >= 2 && args[1] == "boot" {
+			e.t.Errorf("sentry %d left behind", pid)
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		var pid int
+		fmt.Sscan(filepath.Base(p), &pid)
+		args := cmdline(pid)
+		if len(args) >= 2 && args[1] == "gofer" && strings.Contains(strings.Join(args, " "), e.bundle) {
+			e.t.Errorf("gofer %d left behind: %v", pid, args)
+		}
+	}
+}
+
+// cmdline returns a process's arguments, or nil if it is gone.
+func cmdline(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}
+
+// command prepares a moat invocation with the env's global flags.
+func (e *env) command(args ...string) *exec.Cmd {
+	return exec.Command(e.moat, append([]string{"--root", e.root, "--log", e.log}, args...)...)
+}
