@@ -85,7 +85,7 @@ var table = [...]Entry{
 	132: unsupported("utime", unix.EROFS, noteReadOnlyFS),
 	133: unsupported("mknod", unix.EROFS, noteReadOnlyFS),
 	149: full("mlock", Mlock),
-	150: full("munlock", Mlock),
+	150: full("munlock", Munlock),
 	151: full("mlockall", Mlockall),
 	152: full("munlockall", Munlockall),
 	157: partial("prctl", Prctl, "names, pdeathsig (recorded), dumpable, keepcaps, no_new_privs, child subreaper, timer slack, THP, capbset read; other options EINVAL"),

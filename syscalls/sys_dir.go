@@ -122,7 +122,7 @@ func readlinkAt(t *kernel.Task, dirfd int32, pathAddr, buf uintptr, size int64) 
 	if err != nil {
 		return 0, err
 	}
-	target, err := p.Dentry.Inode().Readlink()
+	target, err := vfs.Readlink(p.Dentry.Inode(), t)
 	if err != nil {
 		return 0, err
 	}

@@ -7,19 +7,10 @@ import (
 	"github.com/moat-sandbox/moat/sentry/kernel"
 )
 
-// What uname reports. The release is one whose features moat's table
-// follows; programs compare it, so it must look like a real kernel.
-const (
-	unameSysname = "Linux"
-	unameRelease = "6.1.0"
-	unameVersion = "#1 SMP PREEMPT_DYNAMIC moat"
-	unameMachine = "x86_64"
-)
-
 // Uname implements Linux syscall uname(2).
 func Uname(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	var u [6][65]byte
-	for i, s := range []string{unameSysname, t.Kernel().Hostname, unameRelease, unameVersion, unameMachine, "(none)"} {
+	for i, s := range []string{kernel.OSType, t.Kernel().Hostname, kernel.Release, kernel.Version, kernel.Machine, "(none)"} {
 		copy(u[i][:64], s)
 	}
 	return 0, copyOutStruct(t, a.Ptr(0), &u)

@@ -146,27 +146,33 @@ func Msync(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return 0, nil
 }
 
-// Mlock and friends implement Linux's mlock family: guest memory is never
-// swapped out by the sentry, so locking needs nothing but range checks.
+// Mlock implements Linux syscall mlock(2). Guest memory is never swapped
+// out by the sentry, so locking marks the mappings for /proc.
 func Mlock(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	if !t.MM().IsMappedRange(a.Ptr(0)&^(mm.PageSize-1), a.Ptr(1)+a.Ptr(0)%mm.PageSize) {
-		return 0, unix.ENOMEM
-	}
-	return 0, nil
+	return 0, t.MM().Mlock(a.Ptr(0), a.Ptr(1), true)
+}
+
+// Munlock implements Linux syscall munlock(2).
+func Munlock(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return 0, t.MM().Mlock(a.Ptr(0), a.Ptr(1), false)
 }
 
 // Mlockall implements Linux syscall mlockall(2).
 func Mlockall(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	const mclCurrent, mclFuture, mclOnfault = 1, 2, 4
 	flags := a.Int(0)
-	if flags == 0 || flags&^(mclCurrent|mclFuture|mclOnfault) != 0 || flags == mclOnfault {
+	if flags&(mclCurrent|mclFuture) == 0 || flags&^(mclCurrent|mclFuture|mclOnfault) != 0 {
 		return 0, unix.EINVAL
 	}
+	t.MM().MlockAll(flags&mclCurrent != 0, flags&mclFuture != 0)
 	return 0, nil
 }
 
 // Munlockall implements Linux syscall munlockall(2).
-func Munlockall(*kernel.Task, *arch.SyscallArgs) (uintptr, error) { return 0, nil }
+func Munlockall(t *kernel.Task, _ *arch.SyscallArgs) (uintptr, error) {
+	t.MM().MunlockAll()
+	return 0, nil
+}
 
 // Mincore implements Linux syscall mincore(2).
 func Mincore(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {

@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"path"
 
 	"golang.org/x/sys/unix"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/moat-sandbox/moat/platform/systrap"
 	"github.com/moat-sandbox/moat/sentry/fs/devfs"
 	"github.com/moat-sandbox/moat/sentry/fs/goferfs"
+	"github.com/moat-sandbox/moat/sentry/fs/procfs"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/memfile"
 	"github.com/moat-sandbox/moat/sentry/vfs"
@@ -49,7 +51,7 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	if err != nil {
 		return nil, err
 	}
-	root, err := buildTree(spec, gofer.NewClient(goferFD), log)
+	root, procs, err := buildTree(spec, gofer.NewClient(goferFD), log)
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +61,11 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	}
 	k := kernel.New(kernel.Config{Platform: plat, MemFile: mf, Syscalls: syscalls.NewTable(), Root: root,
 		Hostname: hostname, HWCap: hw.hwcap, HWCap2: hw.hwcap2, MinSigStackSize: hw.minSigStk, Log: log})
+	for _, m := range procs {
+		if err := mountAt(root, m.dest, procfs.New(k), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC); err != nil {
+			return nil, err
+		}
+	}
 	init, err := initSpec(spec.Process)
 	if err != nil {
 		return nil, err
@@ -98,12 +105,13 @@ func readAuxv() (hostCPU, error) {
 	return h, nil
 }
 
-// buildTree mounts the gofer's rootfs at / and devfs at /dev. Other OCI
-// mounts are not supported yet and are logged.
-func buildTree(spec *specsSpec, c *gofer.Client, log func(string, ...any)) (vfs.Path, error) {
+// buildTree mounts the gofer's rootfs at /, devfs at /dev and procfs where
+// the config mounts proc. Other OCI mounts are not supported yet and are
+// logged.
+func buildTree(spec *specsSpec, c *gofer.Client, log func(string, ...any)) (vfs.Path, []procMount, error) {
 	rootDentry, err := goferfs.New(c)
 	if err != nil {
-		return vfs.Path{}, fmt.Errorf("mount the root file system: %w", err)
+		return vfs.Path{}, nil, fmt.Errorf("mount the root file system: %w", err)
 	}
 	flags := 0
 	if spec.Root.Readonly {
@@ -111,17 +119,42 @@ func buildTree(spec *specsSpec, c *gofer.Client, log func(string, ...any)) (vfs.
 	}
 	root := vfs.NewRootMount(rootDentry, "9p", flags).Root()
 	now, _ := unix.TimeToTimespec(timeNow())
-	dev, err := vfs.Resolver{Root: root, Start: root}.Lookup("/dev", true)
-	if err != nil {
-		log("no /dev directory in the root file system: /dev is not mounted")
-	} else if _, err := vfs.Attach(dev, devfs.New(now), "devtmpfs", unix.MS_NOSUID); err != nil {
-		return vfs.Path{}, fmt.Errorf("mount /dev: %w", err)
+	if err := mountAt(root, "/dev", devfs.New(now), "devtmpfs", unix.MS_NOSUID); err != nil {
+		return vfs.Path{}, nil, err
 	}
+	var procs []procMount
 	for _, m := range spec.Mounts {
-		if m.Destination == "/dev" {
-			continue
+		switch {
+		case m.Destination == "/dev":
+		case m.Type == "proc":
+			procs = append(procs, procMount{m.Destination})
+		default:
+			log("mount of %s at %s is not supported yet: skipped", m.Type, m.Destination)
 		}
-		log("mount of %s at %s is not supported yet: skipped", m.Type, m.Destination)
 	}
-	return root, nil
+	return root, procs, nil
+}
+
+// procMount is a /proc to mount once the kernel exists.
+type procMount struct{ dest string }
+
+// mountAt attaches a file system at dest (an absolute path whose parent
+// exists), making the mount point if the image lacks it.
+func mountAt(root vfs.Path, dest string, fsRoot *vfs.Dentry, fsType string, flags int) error {
+	dest = path.Clean(dest)
+	if dest == "/" {
+		return fmt.Errorf("mount at /: only the root file system goes there")
+	}
+	parent, err := vfs.Resolver{Root: root, Start: root}.Lookup(path.Dir(dest), true)
+	if err != nil {
+		return fmt.Errorf("mount %s at %s: %w", fsType, dest, err)
+	}
+	point, err := vfs.MakeMountPoint(parent, path.Base(dest))
+	if err != nil {
+		return fmt.Errorf("mount %s at %s: %w", fsType, dest, err)
+	}
+	if _, err := vfs.Attach(point, fsRoot, fsType, flags); err != nil {
+		return fmt.Errorf("mount %s at %s: %w", fsType, dest, err)
+	}
+	return nil
 }

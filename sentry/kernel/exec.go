@@ -27,6 +27,7 @@ type image struct {
 	ctx  platform.Context
 	regs arch.Registers
 	comm string
+	exe  vfs.Path
 }
 
 // execFile is an open executable: its path and a reader over its bytes.
@@ -174,7 +175,7 @@ func (k *Kernel) loadELF(res vfs.Resolver, creds *Credentials, f execFile, name 
 		return nil, err
 	}
 	ok = true
-	return &image{mm: m, ctx: ctx, comm: path.Base(name),
+	return &image{mm: m, ctx: ctx, comm: path.Base(name), exe: f.path,
 		regs: arch.Registers{Rip: uint64(img.Entry), Rsp: uint64(sp), Eflags: arch.InitialEflags}}, nil
 }
 

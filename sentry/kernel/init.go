@@ -65,7 +65,7 @@ func (k *Kernel) CreateInit(s InitSpec) error {
 		}
 	}
 	tg.limits.setAll(limits)
-	t := &Task{k: k, tid: 1, tg: tg, regs: img.regs, ctx: img.ctx, mm: img.mm, fds: NewFDTable(),
+	t := &Task{k: k, tid: 1, tg: tg, regs: img.regs, ctx: img.ctx, mm: img.mm, exe: img.exe, fds: NewFDTable(),
 		fs: fs, creds: creds, comm: img.comm, started: time.Now(),
 		prctl: Prctl{Dumpable: 1, TimerSlack: 50000}, altStack: AltStack{Flags: ssDisable}}
 	for fd, f := range s.Stdio {

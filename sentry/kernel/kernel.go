@@ -16,6 +16,16 @@ import (
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
+// What uname and /proc report about the kernel. The release is one whose
+// features moat's syscall table follows; programs compare it, so it must
+// look like a real kernel's.
+const (
+	OSType  = "Linux"
+	Release = "6.1.0"
+	Version = "#1 SMP PREEMPT_DYNAMIC moat"
+	Machine = "x86_64"
+)
+
 // SyscallTable serves system calls; the syscalls package provides it.
 type SyscallTable interface {
 	// Call runs system call nr for t. The result goes to the guest's rax:

@@ -21,6 +21,7 @@ type Task struct {
 	ctx  platform.Context
 
 	mm    *mm.MemoryManager
+	exe   vfs.Path // the program's file, for /proc/<pid>/exe
 	fds   *FDTable
 	fs    *FSContext
 	creds *Credentials
@@ -120,7 +121,7 @@ func (t *Task) SetComm(s string) {
 // Resolver resolves paths relative to start for this task.
 func (t *Task) Resolver(start vfs.Path) vfs.Resolver {
 	root, _ := t.fs.Get()
-	return vfs.Resolver{Root: root, Start: start}
+	return vfs.Resolver{Root: root, Start: start, Caller: t}
 }
 
 // CopyIn, CopyOut and CopyInString move data across the guest boundary.

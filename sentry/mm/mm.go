@@ -34,6 +34,8 @@ type MemoryManager struct {
 	mmapBase uintptr // top-down search for free ranges starts here
 	brkBase  uintptr // start of the heap; 0 until the loader sets it
 	brk      uintptr // current program break
+	// lockFuture is mlockall(MCL_FUTURE): new mappings start locked.
+	lockFuture bool
 
 	// Layout the loader reports, for the auxiliary vector and /proc.
 	Layout Layout

@@ -85,7 +85,7 @@ func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 	// A fixed mapping replaces the old one on the host in the same step.
 	m.removeLocked(addr, addr+length, false)
 	m.vmas.insert(vma{start: addr, end: addr + length, off: off, prot: o.Prot, maxProt: o.MaxProt, shared: o.Shared,
-		name: o.Name, src: o.File, srcOff: o.Offset})
+		name: o.Name, src: o.File, srcOff: o.Offset, locked: m.lockFuture})
 	if err := m.as.MapFile(addr, off, length, o.Prot); err != nil {
 		m.removeLocked(addr, addr+length, true)
 		return 0, unix.ENOMEM
@@ -224,7 +224,8 @@ func (m *MemoryManager) Brk(addr uintptr) uintptr {
 			return m.brk
 		}
 		rw := platform.ProtRead | platform.ProtWrite
-		m.vmas.insert(vma{start: oldEnd, end: newEnd, off: off, prot: rw, maxProt: protAll, name: "[heap]"})
+		m.vmas.insert(vma{start: oldEnd, end: newEnd, off: off, prot: rw, maxProt: protAll, name: "[heap]",
+			locked: m.lockFuture})
 		if err := m.as.MapFile(oldEnd, off, newEnd-oldEnd, rw); err != nil {
 			m.removeLocked(oldEnd, newEnd, true)
 			return m.brk

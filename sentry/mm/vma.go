@@ -17,6 +17,7 @@ type vma struct {
 	name       string        // for /proc/<pid>/maps: a path, "[heap]", "[stack]" or ""
 	src        FileSource    // the file the pages came from, nil for anonymous memory
 	srcOff     uint64        // file offset of start
+	locked     bool          // mlock'ed (VM_LOCKED)
 }
 
 func (v *vma) length() uintptr { return v.end - v.start }

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"sort"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -18,6 +19,10 @@ type Dentry struct {
 
 	mu       sync.Mutex
 	children map[string]*Dentry
+	// made holds mount points the sentry added to a directory whose file
+	// system lacks them (a read-only image without /proc): they are listed
+	// and found as if the file system had them.
+	made map[string]*Dentry
 }
 
 // NewRoot returns the root dentry of a file system whose root is inode.
@@ -35,11 +40,19 @@ func (d *Dentry) Name() string { return d.name }
 // outside the tree, such as the sandbox's stdio, has no dentry).
 func (d *Dentry) IsDir() bool { return d != nil && d.isDir }
 
-// child returns the named child, looking it up in the file system once.
+// child returns the named child, looking it up in the file system once
+// (every time, in a volatile directory).
 func (d *Dentry) child(name string) (*Dentry, error) {
+	volatile := false
+	if v, ok := d.inode.(Volatile); ok {
+		volatile = v.Volatile()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if c, ok := d.children[name]; ok {
+	if c, ok := d.made[name]; ok {
+		return c, nil
+	}
+	if c, ok := d.children[name]; ok && !volatile {
 		return c, nil
 	}
 	ino, err := d.inode.Lookup(name)
@@ -52,6 +65,9 @@ func (d *Dentry) child(name string) (*Dentry, error) {
 	}
 	c := &Dentry{name: name, parent: d, inode: ino,
 		isDir: st.Type() == unix.S_IFDIR, isLink: st.Type() == unix.S_IFLNK}
+	if volatile {
+		return c, nil
+	}
 	if d.children == nil {
 		d.children = make(map[string]*Dentry)
 	}
@@ -101,6 +117,50 @@ func Attach(p Path, root *Dentry, fsType string, flags int) (*Mount, error) {
 	p.Mount.mu.Unlock()
 	return m, nil
 }
+
+// MakeMountPoint returns the directory name in p, adding an empty one if
+// the file system has none, so that a file system can be mounted there.
+func MakeMountPoint(p Path, name string) (Path, error) {
+	c, err := p.Dentry.child(name)
+	if err == nil {
+		return crossMounts(Path{p.Mount, c}), nil
+	}
+	if err != unix.ENOENT {
+		return Path{}, err
+	}
+	d := p.Dentry
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.made == nil {
+		d.made = make(map[string]*Dentry)
+	}
+	c = &Dentry{name: name, parent: d, inode: emptyDir{}, isDir: true}
+	d.made[name] = c
+	return Path{p.Mount, c}, nil
+}
+
+// madeEntries lists the mount points MakeMountPoint added to d.
+func (d *Dentry) madeEntries() []Dirent {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []Dirent
+	for name := range d.made {
+		out = append(out, Dirent{Name: name, Type: unix.DT_DIR, Ino: 2})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// emptyDir is the inode of a made mount point, which a mount always hides.
+type emptyDir struct{}
+
+func (emptyDir) Stat() (Stat, error) {
+	return Stat{Ino: 2, Mode: unix.S_IFDIR | 0o755, Nlink: 2}, nil
+}
+func (emptyDir) Lookup(string) (Inode, error) { return nil, unix.ENOENT }
+func (emptyDir) ReadDir() ([]Dirent, error)   { return nil, nil }
+func (emptyDir) Readlink() (string, error)    { return "", unix.EINVAL }
+func (emptyDir) Open(int) (FileImpl, error)   { return nil, unix.ENOENT }
 
 // mountedOn returns the mount attached at d in m, if any.
 func (m *Mount) mountedOn(d *Dentry) *Mount {
@@ -166,4 +226,34 @@ func PathName(p, root Path) string {
 		b = append(append(b, '/'), parts[i]...)
 	}
 	return string(b)
+}
+
+// MountInfo describes one mount for /proc/<pid>/mounts.
+type MountInfo struct {
+	Path  string
+	Type  string
+	Flags int
+}
+
+// Mounts lists the mounts of the tree under root, parents before children.
+func Mounts(root Path) []MountInfo {
+	var out []MountInfo
+	var walk func(m *Mount)
+	walk = func(m *Mount) {
+		out = append(out, MountInfo{Path: PathName(m.Root(), root), Type: m.Type, Flags: m.Flags})
+		m.mu.Lock()
+		children := make([]*Mount, 0, len(m.children))
+		for _, c := range m.children {
+			children = append(children, c)
+		}
+		m.mu.Unlock()
+		sort.Slice(children, func(i, j int) bool {
+			return PathName(children[i].Root(), root) < PathName(children[j].Root(), root)
+		})
+		for _, c := range children {
+			walk(c)
+		}
+	}
+	walk(root.Mount)
+	return out
 }

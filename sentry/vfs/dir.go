@@ -42,6 +42,7 @@ func (f *File) IterDirents(root Path, fn func(d Dirent, next int64) bool) error 
 			{Name: ".", Ino: self.Ino, Type: unix.DT_DIR},
 			{Name: "..", Ino: up.Ino, Type: unix.DT_DIR},
 		}, list...)
+		f.dir.entries = append(f.dir.entries, f.path.Dentry.madeEntries()...)
 	}
 	for f.off >= 0 && f.off < int64(len(f.dir.entries)) {
 		if !fn(f.dir.entries[f.off], f.off+1) {

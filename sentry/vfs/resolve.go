@@ -8,10 +8,11 @@ import (
 
 // Resolver resolves paths for one task: Root is its root directory ("/" and
 // the limit of ".."), Start the directory relative paths begin at (its
-// working directory, or a directory fd's path).
+// working directory, or a directory fd's path), Caller the task.
 type Resolver struct {
-	Root  Path
-	Start Path
+	Root   Path
+	Start  Path
+	Caller Caller
 }
 
 // Lookup resolves name. With followFinal, a symlink in the last component
@@ -66,7 +67,7 @@ func (r Resolver) Lookup(name string, followFinal bool) (Path, error) {
 			if links > MaxSymlinks {
 				return Path{}, unix.ELOOP
 			}
-			target, err := child.Dentry.inode.Readlink()
+			target, err := Readlink(child.Dentry.inode, r.Caller)
 			if err != nil {
 				return Path{}, err
 			}

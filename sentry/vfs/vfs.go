@@ -55,6 +55,34 @@ type Inode interface {
 	Open(flags int) (FileImpl, error)
 }
 
+// Caller is the task on whose behalf a path is resolved: a few files
+// (/proc/self) name something different for each caller.
+type Caller interface {
+	PID() int32
+	TID() int32
+}
+
+// CallerLink is implemented by symlinks whose target depends on who reads
+// them (/proc/self, /proc/thread-self).
+type CallerLink interface {
+	ReadlinkAs(c Caller) (string, error)
+}
+
+// Readlink returns the target of the symlink ino as c sees it.
+func Readlink(ino Inode, c Caller) (string, error) {
+	if cl, ok := ino.(CallerLink); ok && c != nil {
+		return cl.ReadlinkAs(c)
+	}
+	return ino.Readlink()
+}
+
+// Volatile is implemented by directories whose children come and go
+// without the sandbox's file operations (/proc): their lookups are never
+// cached.
+type Volatile interface {
+	Volatile() bool
+}
+
 // DirentType converts S_IFMT bits to a DT_* value.
 func DirentType(mode uint32) uint8 {
 	switch mode & unix.S_IFMT {

@@ -5,6 +5,7 @@
 package host
 
 import (
+	"fmt"
 	"io"
 
 	"golang.org/x/sys/unix"
@@ -165,4 +166,24 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 		done += n
 	}
 	return done, nil
+}
+
+// Name is what /proc/<pid>/fd shows for a host descriptor the guest has no
+// path for (its stdio): Linux's names for pipes and sockets, a generic one
+// for others.
+func (f *File) Name() string {
+	var st unix.Stat_t
+	if unix.Fstat(f.fd, &st) != nil {
+		return "anon_inode:[moat-host]"
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return fmt.Sprintf("pipe:[%d]", st.Ino)
+	case unix.S_IFSOCK:
+		return fmt.Sprintf("socket:[%d]", st.Ino)
+	}
+	if f.isTTY {
+		return "/dev/console"
+	}
+	return "anon_inode:[moat-host]"
 }

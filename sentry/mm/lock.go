@@ -1,0 +1,60 @@
+package mm
+
+import "golang.org/x/sys/unix"
+
+// Guest memory is never swapped out by the sentry, so locking marks
+// mappings and, as on Linux, makes their pages resident: /proc reports them
+// (VmLck), and the marks follow the mappings through splits and moves as
+// Linux's VM_LOCKED does.
+
+// Mlock marks [addr, addr+length) locked or unlocked (mlock(2), munlock(2));
+// addr is rounded down to a page.
+func (m *MemoryManager) Mlock(addr, length uintptr, lock bool) error {
+	end, ok := pageRoundUp(addr + length)
+	if !ok || addr+length < addr {
+		return unix.ENOMEM
+	}
+	start := pageRoundDown(addr)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.vmas.covered(start, end) {
+		return unix.ENOMEM
+	}
+	i, j := m.vmas.isolate(start, end)
+	for k := i; k < j; k++ {
+		m.vmas[k].locked = lock
+		if lock {
+			m.populateLocked(&m.vmas[k])
+		}
+	}
+	return nil
+}
+
+// populateLocked makes a vma's pages resident.
+func (m *MemoryManager) populateLocked(v *vma) {
+	m.mf.Populate(v.off, uint64(v.length()))
+}
+
+// MlockAll implements mlockall(2): current locks every mapping now, future
+// every mapping made later.
+func (m *MemoryManager) MlockAll(current, future bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if current {
+		for k := range m.vmas {
+			m.vmas[k].locked = true
+			m.populateLocked(&m.vmas[k])
+		}
+	}
+	m.lockFuture = future
+}
+
+// MunlockAll implements munlockall(2).
+func (m *MemoryManager) MunlockAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.vmas {
+		m.vmas[k].locked = false
+	}
+	m.lockFuture = false
+}
