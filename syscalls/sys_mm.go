@@ -89,6 +89,9 @@ func fileMapping(f *vfs.File, root vfs.Path, o *mm.MMapOpts, off uint64) error {
 		}
 	}
 	o.File, o.Offset = src, off
+	if c, ok := f.Impl().(mm.Cacheable); ok && (!o.Shared || o.MaxProt&platform.ProtWrite == 0) {
+		o.Cache = c.FileCache()
+	}
 	o.Name = vfs.PathName(f.Path(), root)
 	return nil
 }

@@ -51,7 +51,7 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	if err != nil {
 		return nil, err
 	}
-	root, procs, err := buildTree(spec, gofer.NewClient(goferFD), log)
+	root, procs, err := buildTree(spec, gofer.NewClient(goferFD), mf, log)
 	if err != nil {
 		return nil, err
 	}
@@ -108,8 +108,12 @@ func readAuxv() (hostCPU, error) {
 // buildTree mounts the gofer's rootfs at /, devfs at /dev and procfs where
 // the config mounts proc. Other OCI mounts are not supported yet and are
 // logged.
-func buildTree(spec *specsSpec, c *gofer.Client, log func(string, ...any)) (vfs.Path, []procMount, error) {
-	rootDentry, err := goferfs.New(c)
+func buildTree(spec *specsSpec, c *gofer.Client, mf *memfile.File, log func(string, ...any)) (vfs.Path, []procMount, error) {
+	var cacheIn *memfile.File
+	if spec.Root.Readonly {
+		cacheIn = mf // a read-only image does not change: its pages can be cached
+	}
+	rootDentry, err := goferfs.New(c, cacheIn)
 	if err != nil {
 		return vfs.Path{}, nil, fmt.Errorf("mount the root file system: %w", err)
 	}

@@ -54,11 +54,14 @@ func (t *Task) doSyscall() {
 	}
 }
 
-// handleFault turns a hardware fault into its signal. Every page the guest
-// may touch is mapped on the host, so a fault is the guest's own error;
-// with no signal delivery yet, the signal's default action applies: the
-// process dies as Linux would kill it.
+// handleFault serves a fault the memory manager can resolve (a write to a
+// copy-on-write page) and turns any other into its signal. With no signal
+// delivery yet, the signal's default action applies: the process dies as
+// Linux would kill it.
 func (t *Task) handleFault(ev platform.Event) {
+	if ev.Signo == int32(unix.SIGSEGV) && t.mm.HandleFault(ev.Addr, ev.Access) {
+		return
+	}
 	t.Log("fault: signal %d code %d at %#x (rip %#x)", ev.Signo, ev.Code, ev.Addr, t.regs.Rip)
 	t.killProcess(int(ev.Signo))
 }

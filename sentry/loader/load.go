@@ -1,8 +1,6 @@
 package loader
 
 import (
-	"io"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/platform"
@@ -120,13 +118,22 @@ func mapSegments(m *mm.MemoryManager, f File, info *elfInfo, dynHint uintptr, na
 		pageOff := ph.vaddr % pageSize
 		fileEnd := bias + uintptr(ph.vaddr+ph.filesz)
 		memEnd := bias + uintptr(ph.vaddr+ph.memsz)
-		// File pages: [start, round_up(fileEnd)), with the bytes after
-		// filesz zero: only the segment's own bytes are read.
+		// File pages: [start, round_up(fileEnd)), shared through the file's
+		// page cache when it has one; the rest of the last page, past the
+		// segment's data, is cleared.
 		if ph.filesz > 0 {
-			src := &limitedFile{f: f, limit: int64(ph.off + ph.filesz)}
-			if _, err := m.MMap(mm.MMapOpts{Addr: start, Length: uintptr(pageOff + ph.filesz), Prot: prot, Fixed: true,
-				File: src, Offset: ph.off - pageOff, Name: name}); err != nil {
+			o := mm.MMapOpts{Addr: start, Length: uintptr(pageOff + ph.filesz), Prot: prot, Fixed: true,
+				File: f, Offset: ph.off - pageOff, Name: name}
+			if c, ok := f.(mm.Cacheable); ok {
+				o.Cache = c.FileCache()
+			}
+			if _, err := m.MMap(o); err != nil {
 				return 0, 0, err
+			}
+			if tail := (pageSize - uint64(fileEnd)%pageSize) % pageSize; tail > 0 && ph.memsz > ph.filesz {
+				if err := m.ZeroPrivileged(fileEnd, int(tail)); err != nil {
+					return 0, 0, err
+				}
 			}
 		}
 		// The rest of bss: anonymous pages.
@@ -155,24 +162,4 @@ func protOf(flags uint32) platform.Prot {
 		p |= platform.ProtExec
 	}
 	return p
-}
-
-// limitedFile reads a file as if it ended at limit.
-type limitedFile struct {
-	f     File
-	limit int64
-}
-
-func (l *limitedFile) ReadAt(p []byte, off int64) (int, error) {
-	if off >= l.limit {
-		return 0, io.EOF
-	}
-	if max := l.limit - off; int64(len(p)) > max {
-		p = p[:max]
-	}
-	n, err := l.f.ReadAt(p, off)
-	if err == nil && off+int64(n) == l.limit {
-		err = io.EOF
-	}
-	return n, err
 }

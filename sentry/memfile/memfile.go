@@ -30,6 +30,8 @@ type File struct {
 	mu   sync.Mutex
 	next uint64   // offsets at and above next were never allocated
 	free []frange // released ranges, sorted by offset, coalesced
+	// shared are the pages with more than one reference (refs.go).
+	shared []refSeg
 }
 
 type frange struct{ off, len uint64 }

@@ -15,11 +15,11 @@ type MapInfo struct {
 func (m *MemoryManager) Maps() []MapInfo {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]MapInfo, len(m.vmas))
-	for i, v := range m.vmas {
+	out := make([]MapInfo, len(m.vmas.s))
+	for i, v := range m.vmas.s {
 		out[i] = MapInfo{Start: v.start, End: v.end, Prot: v.prot, Shared: v.shared, Name: v.name}
-		if v.src != nil {
-			out[i].Offset = v.srcOff
+		if v.file != nil {
+			out[i].Offset = v.fileOff
 		}
 	}
 	return out
@@ -35,7 +35,7 @@ func (m *MemoryManager) Usage() Usage {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	var u Usage
-	for _, v := range m.vmas {
+	for _, v := range m.vmas.s {
 		n := uint64(v.length())
 		u.Size += n
 		if v.locked {

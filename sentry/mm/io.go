@@ -8,32 +8,76 @@ import (
 	"github.com/moat-sandbox/moat/platform"
 )
 
+// Range is one guest buffer: an address and a length.
+type Range struct {
+	Addr uintptr
+	Len  int
+}
+
 // CopyIn copies guest memory at addr into dst. It returns how many bytes it
 // copied and EFAULT if it stopped at an unreadable address.
 func (m *MemoryManager) CopyIn(addr uintptr, dst []byte) (int, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.forEachLocked(addr, len(dst), false, func(done int, mem []byte) { copy(dst[done:], mem) })
+	done := 0
+	err := m.forEachLocked(addr, len(dst), false, func(mem []byte) { done += copy(dst[done:], mem) })
+	return done, err
 }
 
 // CopyOut copies src into guest memory at addr, like CopyIn.
 func (m *MemoryManager) CopyOut(addr uintptr, src []byte) (int, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.forEachLocked(addr, len(src), true, func(done int, mem []byte) { copy(mem, src[done:]) })
+	unlock := m.lockForWrite([]Range{{addr, len(src)}})
+	defer unlock()
+	done := 0
+	err := m.forEachLocked(addr, len(src), true, func(mem []byte) { done += copy(mem, src[done:]) })
+	return done, err
 }
 
 // ZeroOut zeroes n bytes of guest memory at addr.
 func (m *MemoryManager) ZeroOut(addr uintptr, n int) (int, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.forEachLocked(addr, n, true, func(_ int, mem []byte) { clear(mem) })
+	unlock := m.lockForWrite([]Range{{addr, n}})
+	defer unlock()
+	done := 0
+	err := m.forEachLocked(addr, n, true, func(mem []byte) { clear(mem); done += len(mem) })
+	return done, err
 }
 
-// Range is one guest buffer: an address and a length.
-type Range struct {
-	Addr uintptr
-	Len  int
+// lockForWrite takes the lock for writing into ranges: the read lock,
+// unless some page there is copy-on-write, which must be copied first under
+// the write lock. It returns the unlock.
+func (m *MemoryManager) lockForWrite(ranges []Range) func() {
+	m.mu.RLock()
+	cow := false
+	for _, r := range ranges {
+		pi, pj := m.pmas.span(r.Addr, r.Addr+uintptr(r.Len))
+		for k := pi; k < pj && !cow; k++ {
+			cow = m.pmas.s[k].cow
+		}
+	}
+	if !cow {
+		return m.mu.RUnlock
+	}
+	m.mu.RUnlock()
+	m.mu.Lock()
+	for _, r := range ranges {
+		end := r.Addr + uintptr(r.Len)
+		if end < r.Addr {
+			continue
+		}
+		// Only writable mappings: the copy for an unwritable one is refused
+		// below anyway.
+		hi, ok := pageRoundUp(end)
+		if !ok {
+			continue
+		}
+		vi, vj := m.vmas.span(r.Addr, end)
+		for _, v := range m.vmas.s[vi:vj] {
+			if v.prot&platform.ProtWrite != 0 {
+				m.breakCowLocked(max(v.start, pageRoundDown(r.Addr)), min(v.end, hi))
+			}
+		}
+	}
+	return m.mu.Unlock
 }
 
 // WithSlices calls fn with the sentry's views of the guest buffers in
@@ -42,11 +86,18 @@ type Range struct {
 // only a prefix is accessible, fn gets that prefix; if none is, WithSlices
 // returns EFAULT.
 func (m *MemoryManager) WithSlices(ranges []Range, write bool, fn func(bufs [][]byte) (int, error)) (int, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+	var unlock func()
+	if write {
+		unlock = m.lockForWrite(ranges)
+	} else {
+		m.mu.RLock()
+		unlock = m.mu.RUnlock
+	}
+	defer unlock()
 	var bufs [][]byte
 	for _, r := range ranges {
-		got, err := m.forEachLocked(r.Addr, r.Len, write, func(_ int, mem []byte) { bufs = append(bufs, mem) })
+		got := 0
+		err := m.forEachLocked(r.Addr, r.Len, write, func(mem []byte) { bufs = append(bufs, mem); got += len(mem) })
 		if err != nil {
 			if len(bufs) == 0 {
 				return 0, err
@@ -67,12 +118,13 @@ func (m *MemoryManager) CopyInString(addr uintptr, max int) (string, error) {
 	defer m.mu.RUnlock()
 	var out []byte
 	for len(out) < max {
-		v, ok := m.vmas.lookup(addr)
-		if !ok || v.prot&protAll == 0 {
+		p, ok := m.pmas.lookup(addr)
+		v, vok := m.vmas.lookup(addr)
+		if !ok || !vok || v.prot&protAll == 0 {
 			return "", unix.EFAULT
 		}
-		n := min(uintptr(max-len(out)), v.end-addr)
-		mem := m.mf.Slice(v.off+uint64(addr-v.start), uint64(n))
+		n := min(uintptr(max-len(out)), p.end-addr)
+		mem := m.mf.Slice(p.off+uint64(addr-p.start), uint64(n))
 		for i, c := range mem {
 			if c == 0 {
 				return string(append(out, mem[:i]...)), nil
@@ -84,22 +136,25 @@ func (m *MemoryManager) CopyInString(addr uintptr, max int) (string, error) {
 	return "", unix.ENAMETOOLONG
 }
 
-// forEachLocked walks the memory-file views of [addr, addr+n), calling fn
-// with how many bytes came before each view. It stops with EFAULT at the
-// first address that is unmapped or lacks the access.
-func (m *MemoryManager) forEachLocked(addr uintptr, n int, write bool, fn func(done int, mem []byte)) (int, error) {
-	done := 0
-	for done < n {
+// forEachLocked walks the memory-file views of [addr, addr+n). It stops
+// with EFAULT at the first address that is unmapped or lacks the access.
+// Writing into a copy-on-write page is the caller's to prevent (lockForWrite).
+func (m *MemoryManager) forEachLocked(addr uintptr, n int, write bool, fn func(mem []byte)) error {
+	for left := uintptr(n); left > 0; {
 		v, ok := m.vmas.lookup(addr)
 		if !ok || (write && v.prot&platform.ProtWrite == 0) || (!write && v.prot&protAll == 0) {
-			return done, unix.EFAULT
+			return unix.EFAULT
 		}
-		k := min(uintptr(n-done), v.end-addr)
-		fn(done, m.mf.Slice(v.off+uint64(addr-v.start), uint64(k)))
-		done += int(k)
+		p, ok := m.pmas.lookup(addr)
+		if !ok || (write && p.cow) {
+			return unix.EFAULT
+		}
+		k := min(left, p.end-addr)
+		fn(m.mf.Slice(p.off+uint64(addr-p.start), uint64(k)))
+		left -= k
 		addr += k
 	}
-	return done, nil
+	return nil
 }
 
 // IsMapped reports whether addr lies in a mapping, which tells a fault
@@ -135,17 +190,15 @@ func (m *MemoryManager) Residency(addr, length uintptr) ([]byte, error) {
 		return nil, unix.ENOMEM
 	}
 	out := make([]byte, (end-addr)/PageSize)
-	pos := 0
-	for k := m.vmas.find(addr); k < len(m.vmas) && m.vmas[k].start < end; k++ {
-		v := &m.vmas[k]
-		lo, hi := max(v.start, addr), min(v.end, end)
-		view := m.mf.Slice(v.off+uint64(lo-v.start), uint64(hi-lo))
-		n := int((hi - lo) / PageSize)
+	pi, pj := m.pmas.span(addr, end)
+	for _, p := range m.pmas.s[pi:pj] {
+		lo, hi := max(p.start, addr), min(p.end, end)
+		view := m.mf.Slice(p.off+uint64(lo-p.start), uint64(hi-lo))
+		pos := (lo - addr) / PageSize
 		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&view[0])), uintptr(len(view)),
 			uintptr(unsafe.Pointer(&out[pos]))); errno != 0 {
 			return nil, errno
 		}
-		pos += n
 	}
 	for i := range out {
 		out[i] &= 1
@@ -158,7 +211,7 @@ func (m *MemoryManager) Residency(addr, length uintptr) ([]byte, error) {
 func (m *MemoryManager) ResidentBytes() uint64 {
 	m.mu.RLock()
 	var spans [][2]uintptr
-	for _, v := range m.vmas {
+	for _, v := range m.vmas.s {
 		spans = append(spans, [2]uintptr{v.start, v.length()})
 	}
 	m.mu.RUnlock()
@@ -173,4 +226,33 @@ func (m *MemoryManager) ResidentBytes() uint64 {
 		}
 	}
 	return total
+}
+
+// ZeroPrivileged zeroes [addr, addr+n) whatever the mappings' protection,
+// copying copy-on-write pages first: the loader clears the part of a
+// segment's last page that lies past the file's data.
+func (m *MemoryManager) ZeroPrivileged(addr uintptr, n int) error {
+	if n == 0 {
+		return nil
+	}
+	hi, ok := pageRoundUp(addr + uintptr(n))
+	if !ok {
+		return unix.EFAULT
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.breakCowLocked(pageRoundDown(addr), hi); err != nil {
+		return err
+	}
+	for left := uintptr(n); left > 0; {
+		p, ok := m.pmas.lookup(addr)
+		if !ok {
+			return unix.EFAULT
+		}
+		k := min(left, p.end-addr)
+		clear(m.mf.Slice(p.off+uint64(addr-p.start), uint64(k)))
+		left -= k
+		addr += k
+	}
+	return nil
 }

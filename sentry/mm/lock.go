@@ -22,17 +22,21 @@ func (m *MemoryManager) Mlock(addr, length uintptr, lock bool) error {
 	}
 	i, j := m.vmas.isolate(start, end)
 	for k := i; k < j; k++ {
-		m.vmas[k].locked = lock
-		if lock {
-			m.populateLocked(&m.vmas[k])
-		}
+		m.vmas.s[k].locked = lock
+	}
+	if lock {
+		m.populateLocked(start, end)
 	}
 	return nil
 }
 
-// populateLocked makes a vma's pages resident.
-func (m *MemoryManager) populateLocked(v *vma) {
-	m.mf.Populate(v.off, uint64(v.length()))
+// populateLocked makes the pages of [lo, hi) resident.
+func (m *MemoryManager) populateLocked(lo, hi uintptr) {
+	pi, pj := m.pmas.span(lo, hi)
+	for _, p := range m.pmas.s[pi:pj] {
+		a, b := max(p.start, lo), min(p.end, hi)
+		m.mf.Populate(p.off+uint64(a-p.start), uint64(b-a))
+	}
 }
 
 // MlockAll implements mlockall(2): current locks every mapping now, future
@@ -41,10 +45,10 @@ func (m *MemoryManager) MlockAll(current, future bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if current {
-		for k := range m.vmas {
-			m.vmas[k].locked = true
-			m.populateLocked(&m.vmas[k])
+		for k := range m.vmas.s {
+			m.vmas.s[k].locked = true
 		}
+		m.populateLocked(0, m.maxAddr)
 	}
 	m.lockFuture = future
 }
@@ -53,8 +57,8 @@ func (m *MemoryManager) MlockAll(current, future bool) {
 func (m *MemoryManager) MunlockAll() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for k := range m.vmas {
-		m.vmas[k].locked = false
+	for k := range m.vmas.s {
+		m.vmas.s[k].locked = false
 	}
 	m.lockFuture = false
 }

@@ -1,10 +1,12 @@
-// Package mm is a guest process's memory: its mappings (vmas), the memory
-// file pages behind them, and copying between guest addresses and the
-// sentry. Every page of a mapping is backed by the memory file from the
-// moment it is mapped (pages cost host memory only when touched), and the
+// Package mm is a guest process's memory: its mappings (vmas), where their
+// pages are in the memory file (pmas), and copying between guest addresses
+// and the sentry. Every page of a mapping is backed from the moment it is
+// mapped (the host allocates memory-file pages only when touched) and the
 // platform address space mirrors the mappings, so the guest takes no fault
-// that the sentry must serve. The sentry reads and writes guest memory
-// through its own view of the memory file, never through the guest's.
+// the sentry must serve except one: writing a page shared copy-on-write,
+// after a fork or from a file's page cache, which the sentry copies then.
+// The sentry reads and writes guest memory through its own view of the
+// memory file, never through the guest's.
 //
 // It must never let a mapping reach beyond the platform's MaxUserAddress.
 package mm
@@ -28,20 +30,23 @@ type MemoryManager struct {
 	mf *memfile.File
 	as platform.AddressSpace
 
-	mu       sync.RWMutex
-	vmas     vmaSet
-	maxAddr  uintptr
-	mmapBase uintptr // top-down search for free ranges starts here
-	brkBase  uintptr // start of the heap; 0 until the loader sets it
-	brk      uintptr // current program break
-	// lockFuture is mlockall(MCL_FUTURE): new mappings start locked.
-	lockFuture bool
+	mu         sync.RWMutex
+	vmas       vmaSet
+	pmas       pmaSet
+	maxAddr    uintptr
+	mmapBase   uintptr // top-down search for free ranges starts here
+	brkBase    uintptr // start of the heap; 0 until the loader sets it
+	brk        uintptr // current program break
+	lockFuture bool    // mlockall(MCL_FUTURE): new mappings start locked
 
-	// Layout the loader reports, for the auxiliary vector and /proc.
+	users int // tasks using this address space; the last one releases it
+
+	// Layout records where the loader put things.
 	Layout Layout
 }
 
-// Layout records where the loader put things.
+// Layout records where the loader put things, for the auxiliary vector and
+// /proc.
 type Layout struct {
 	StackTop        uintptr
 	ArgStart        uintptr
@@ -53,9 +58,9 @@ type Layout struct {
 	ExecutableEntry uintptr
 }
 
-// New returns an empty memory manager over address space as.
+// New returns an empty memory manager over address space as, with one user.
 func New(mf *memfile.File, as platform.AddressSpace, maxAddr uintptr) *MemoryManager {
-	return &MemoryManager{mf: mf, as: as, maxAddr: maxAddr, mmapBase: maxAddr}
+	return &MemoryManager{mf: mf, as: as, maxAddr: maxAddr, mmapBase: maxAddr, users: 1}
 }
 
 // AddressSpace is the platform address space this memory manager drives.
@@ -72,16 +77,34 @@ func (m *MemoryManager) SetMmapBase(base uintptr) {
 	m.mu.Unlock()
 }
 
-// Release frees every mapping and the address space.
-func (m *MemoryManager) Release() {
+// IncUsers adds a user (a thread or a vfork child sharing the memory).
+func (m *MemoryManager) IncUsers() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, v := range m.vmas {
-		m.mf.Free(v.off, uint64(v.end-v.start))
-	}
-	m.vmas = nil
-	m.as.Release()
+	m.users++
+	m.mu.Unlock()
 }
+
+// DecUsers drops a user; the last one frees every page and the address
+// space, and DecUsers then reports true.
+func (m *MemoryManager) DecUsers() bool {
+	m.mu.Lock()
+	m.users--
+	last := m.users == 0
+	if last {
+		for _, p := range m.pmas.s {
+			m.mf.DecRef(p.off, uint64(p.length()))
+		}
+		m.pmas.s, m.vmas.s = nil, nil
+	}
+	m.mu.Unlock()
+	if last {
+		m.as.Release()
+	}
+	return last
+}
+
+// Release drops the one user of a memory manager that was never shared.
+func (m *MemoryManager) Release() { m.DecUsers() }
 
 func pageRoundDown(a uintptr) uintptr { return a &^ (PageSize - 1) }
 

@@ -3,6 +3,7 @@ package mm
 import (
 	"bytes"
 	"errors"
+	"io"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -109,8 +110,8 @@ func TestFixedReplacesAndFileContents(t *testing.T) {
 	if !bytes.Equal(buf[:len(data)], data) || buf[len(data)] != 0 {
 		t.Fatal("file mapping does not hold the file followed by zeros")
 	}
-	if len(m.vmas) != 3 {
-		t.Fatalf("%d vmas after a fixed replacement in the middle, want 3", len(m.vmas))
+	if len(m.vmas.s) != 3 {
+		t.Fatalf("%d vmas after a fixed replacement in the middle, want 3", len(m.vmas.s))
 	}
 	if _, err := m.CopyOut(0x200000+PageSize, []byte("x")); err != unix.EFAULT {
 		t.Fatalf("copy into a read-only mapping: %v, want EFAULT", err)
@@ -144,8 +145,8 @@ func TestMprotectMaxProt(t *testing.T) {
 	if err := m.Mprotect(0x400000, PageSize, platform.ProtRead|platform.ProtExec); err != nil || as.protects != 1 {
 		t.Fatalf("mprotect: %v, %d host protects", err, as.protects)
 	}
-	if len(m.vmas) != 2 {
-		t.Fatalf("%d vmas after protecting half, want 2", len(m.vmas))
+	if len(m.vmas.s) != 2 {
+		t.Fatalf("%d vmas after protecting half, want 2", len(m.vmas.s))
 	}
 }
 
@@ -213,5 +214,99 @@ func TestCopyInString(t *testing.T) {
 	}
 	if _, err := m.CopyInString(0xb00000, 4); err != unix.EFAULT {
 		t.Fatalf("unmapped: %v", err)
+	}
+}
+
+// fakeFile is a file for mapping tests.
+type fakeFile []byte
+
+func (f fakeFile) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(f)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func TestForkCopyOnWrite(t *testing.T) {
+	m, as := newMM(t)
+	m.MMap(MMapOpts{Addr: 0xc00000, Length: 2 * PageSize, Fixed: true, Prot: rw})
+	m.CopyOut(0xc00000, []byte("parent"))
+	m.MMap(MMapOpts{Addr: 0xd00000, Length: PageSize, Fixed: true, Prot: rw, Shared: true})
+	m.CopyOut(0xd00000, []byte("shared"))
+
+	cas := &recordingAS{}
+	c := m.Fork(cas)
+	if as.protects == 0 {
+		t.Fatal("the parent's writable private pages were not write-protected")
+	}
+	if cas.maps != len(c.pmas.s) {
+		t.Fatalf("child mapped %d ranges, want %d", cas.maps, len(c.pmas.s))
+	}
+	// The sentry writing into the child copies its page first.
+	if _, err := c.CopyOut(0xc00000, []byte("child!")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	m.CopyIn(0xc00000, buf)
+	if string(buf) != "parent" {
+		t.Fatalf("the child's write reached the parent: %q", buf)
+	}
+	// A guest write fault in the parent: its page is now its own, made
+	// writable without a copy.
+	if !m.HandleFault(0xc00000, platform.ProtWrite) {
+		t.Fatal("write fault on a copy-on-write page not handled")
+	}
+	p, _ := m.pmas.lookup(0xc00000)
+	if p.cow {
+		t.Fatal("page still copy-on-write after the fault")
+	}
+	// Shared mappings stay shared.
+	c.CopyOut(0xd00000, []byte("SHARED"))
+	m.CopyIn(0xd00000, buf)
+	if string(buf) != "SHARED" {
+		t.Fatalf("a MAP_SHARED page was copied at fork: %q", buf)
+	}
+	// Faults that break the rules are refused.
+	if m.HandleFault(0xe00000, platform.ProtRead) {
+		t.Fatal("fault on unmapped memory accepted")
+	}
+	c.DecUsers()
+	m.DecUsers()
+	if !cas.released || !as.released {
+		t.Fatal("address spaces not released with their last user")
+	}
+}
+
+func TestFileCacheSharedCopyOnWrite(t *testing.T) {
+	m, _ := newMM(t)
+	data := fakeFile(bytes.Repeat([]byte("L"), PageSize+100))
+	cache := NewFileCache(sharedFile, data, int64(len(data)))
+	a, err := m.MMap(MMapOpts{Length: 3 * PageSize, Prot: rw, File: data, Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := m.MMap(MMapOpts{Length: 3 * PageSize, Prot: platform.ProtRead, File: data, Cache: cache})
+	pa, _ := m.pmas.lookup(a)
+	pb, _ := m.pmas.lookup(b)
+	if pa.off != pb.off || !pa.cow {
+		t.Fatal("two mappings of a cached file do not share its pages copy-on-write")
+	}
+	m.CopyOut(a, []byte("w"))
+	buf := make([]byte, 2)
+	m.CopyIn(b, buf)
+	if string(buf) != "LL" {
+		t.Fatalf("a private write reached the cache: %q", buf)
+	}
+	m.CopyIn(a+PageSize+99, buf)
+	if buf[0] != 'L' || buf[1] != 0 {
+		t.Fatalf("the end of the file is not followed by zeros: %q", buf)
+	}
+	// Past the end of the file: the third page is zero and writable.
+	if _, err := m.CopyOut(a+2*PageSize, []byte("z")); err != nil {
+		t.Fatalf("page past the end of the file: %v", err)
 	}
 }

@@ -9,11 +9,6 @@ import (
 	"github.com/moat-sandbox/moat/platform"
 )
 
-// FileSource is a file a mapping takes its initial contents from.
-type FileSource interface {
-	ReadAt(dst []byte, off int64) (int, error)
-}
-
 // MMapOpts describes one mapping request, already decoded from mmap's flags.
 type MMapOpts struct {
 	Addr      uintptr // hint, or the address when Fixed or NoReplace
@@ -24,15 +19,16 @@ type MMapOpts struct {
 	NoReplace bool          // MAP_FIXED_NOREPLACE: fail with EEXIST instead
 	Shared    bool          // MAP_SHARED
 	File      FileSource    // nil for anonymous memory
+	Cache     *FileCache    // File's page cache, when it has one
 	Offset    uint64        // file offset, page aligned
 	Name      string        // for /proc/<pid>/maps
 }
 
 const protAll = platform.ProtRead | platform.ProtWrite | platform.ProtExec
 
-// MMap creates a mapping and returns its address. File contents are copied
-// into the mapping's pages now: a MAP_SHARED file mapping is therefore a
-// snapshot that does not write back.
+// MMap creates a mapping and returns its address. A file with a page cache
+// is mapped from it; another file's contents are copied into the mapping's
+// pages now, so a MAP_SHARED mapping of such a file does not write back.
 func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 	if o.Length == 0 {
 		return 0, unix.EINVAL
@@ -71,33 +67,81 @@ func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 			return 0, unix.ENOMEM
 		}
 	}
-
-	off, err := m.mf.Allocate(uint64(length))
+	v := vma{start: addr, end: addr + length, prot: o.Prot, maxProt: o.MaxProt, shared: o.Shared, name: o.Name,
+		file: o.File, cache: o.Cache, fileOff: o.Offset, locked: m.lockFuture}
+	pmas, err := m.backLocked(&v, v.start, v.end)
 	if err != nil {
-		return 0, unix.ENOMEM
-	}
-	if o.File != nil {
-		if _, err := o.File.ReadAt(m.mf.Slice(off, uint64(length)), int64(o.Offset)); err != nil && err != io.EOF {
-			m.mf.Free(off, uint64(length))
-			return 0, err
-		}
+		return 0, err
 	}
 	// A fixed mapping replaces the old one on the host in the same step.
 	m.removeLocked(addr, addr+length, false)
-	m.vmas.insert(vma{start: addr, end: addr + length, off: off, prot: o.Prot, maxProt: o.MaxProt, shared: o.Shared,
-		name: o.Name, src: o.File, srcOff: o.Offset, locked: m.lockFuture})
-	if err := m.as.MapFile(addr, off, length, o.Prot); err != nil {
-		m.removeLocked(addr, addr+length, true)
-		return 0, unix.ENOMEM
-	}
+	m.vmas.insert(v)
+	m.insertPmasLocked(&v, pmas)
 	return addr, nil
+}
+
+// backLocked makes the pages for [lo, hi) of v: fresh zero pages, pages of
+// the file's cache (shared, copy-on-write for a private mapping) or pages
+// holding a copy of the file.
+func (m *MemoryManager) backLocked(v *vma, lo, hi uintptr) ([]pma, error) {
+	fileOff := v.fileOff + uint64(lo-v.start)
+	if v.cache != nil {
+		base, n, err := v.cache.pages()
+		if err == nil {
+			var out []pma
+			if fileOff < n {
+				k := min(uint64(hi-lo), n-fileOff)
+				m.mf.IncRef(base+fileOff, k)
+				out = append(out, pma{start: lo, end: lo + uintptr(k), off: base + fileOff, cow: !v.shared})
+				lo += uintptr(k)
+			}
+			if lo < hi {
+				// Past the end of the file: zero pages.
+				rest, err := m.backLocked(&vma{}, lo, hi)
+				if err != nil {
+					m.dropPmas(out)
+					return nil, err
+				}
+				out = append(out, rest...)
+			}
+			return out, nil
+		}
+		if err != errNotCached {
+			return nil, err
+		}
+	}
+	off, err := m.mf.Allocate(uint64(hi - lo))
+	if err != nil {
+		return nil, unix.ENOMEM
+	}
+	if v.file != nil {
+		if _, err := v.file.ReadAt(m.mf.Slice(off, uint64(hi-lo)), int64(fileOff)); err != nil && err != io.EOF {
+			m.mf.DecRef(off, uint64(hi-lo))
+			return nil, err
+		}
+	}
+	return []pma{{start: lo, end: hi, off: off}}, nil
+}
+
+func (m *MemoryManager) dropPmas(ps []pma) {
+	for _, p := range ps {
+		m.mf.DecRef(p.off, uint64(p.length()))
+	}
+}
+
+// insertPmasLocked records pmas of v and maps them on the host.
+func (m *MemoryManager) insertPmasLocked(v *vma, ps []pma) {
+	for i := range ps {
+		m.pmas.insert(ps[i])
+		m.as.MapFile(ps[i].start, ps[i].off, ps[i].length(), hostProt(v, &ps[i]))
+	}
 }
 
 // findRange finds a free range of length bytes: at hint if it is free, else
 // the highest one below mmapBase, else the lowest one above it.
 func (m *MemoryManager) findRange(hint, length uintptr) (uintptr, bool) {
-	s := m.vmas
-	if hint >= MinAddr && hint+length > hint && hint+length <= m.maxAddr && s.free(hint, hint+length) {
+	s := m.vmas.s
+	if hint >= MinAddr && hint+length > hint && hint+length <= m.maxAddr && m.vmas.free(hint, hint+length) {
 		return hint, true
 	}
 	top := m.mmapBase
@@ -118,7 +162,7 @@ func (m *MemoryManager) findRange(hint, length uintptr) (uintptr, bool) {
 		}
 	}
 	start := top
-	for i := s.find(start); ; i++ {
+	for i := m.vmas.find(start); ; i++ {
 		gapEnd := m.maxAddr
 		if i < len(s) {
 			gapEnd = s[i].start
@@ -135,16 +179,16 @@ func (m *MemoryManager) findRange(hint, length uintptr) (uintptr, bool) {
 	}
 }
 
-// removeLocked drops the mappings in [start, end) and frees their pages.
+// removeLocked drops the mappings in [start, end) and their pages.
 func (m *MemoryManager) removeLocked(start, end uintptr, hostUnmap bool) {
 	i, j := m.vmas.isolate(start, end)
 	if i == j {
 		return
 	}
-	for _, v := range m.vmas[i:j] {
-		m.mf.Free(v.off, uint64(v.length()))
-	}
-	m.vmas = append(m.vmas[:i], m.vmas[j:]...)
+	m.vmas.remove(i, j)
+	pi, pj := m.pmas.isolate(start, end)
+	m.dropPmas(m.pmas.s[pi:pj])
+	m.pmas.remove(pi, pj)
 	if hostUnmap {
 		m.as.Unmap(start, end-start)
 	}
@@ -185,16 +229,29 @@ func (m *MemoryManager) Mprotect(addr, length uintptr, prot platform.Prot) error
 	if !m.vmas.covered(addr, end) {
 		return unix.ENOMEM
 	}
-	for k := m.vmas.find(addr); k < len(m.vmas) && m.vmas[k].start < end; k++ {
-		if prot&^m.vmas[k].maxProt != 0 {
+	vi, vj := m.vmas.span(addr, end)
+	for _, v := range m.vmas.s[vi:vj] {
+		if prot&^v.maxProt != 0 {
 			return unix.EACCES
 		}
 	}
-	i, j := m.vmas.isolate(addr, end)
-	for k := i; k < j; k++ {
-		m.vmas[k].prot = prot
+	vi, vj = m.vmas.isolate(addr, end)
+	for k := vi; k < vj; k++ {
+		m.vmas.s[k].prot = prot
 	}
-	return m.as.Protect(addr, length, prot)
+	m.reprotectLocked(addr, end)
+	return nil
+}
+
+// reprotectLocked gives the host mappings of [lo, hi) the protection their
+// vma and pma call for.
+func (m *MemoryManager) reprotectLocked(lo, hi uintptr) {
+	pi, pj := m.pmas.isolate(lo, hi)
+	for k := pi; k < pj; k++ {
+		p := &m.pmas.s[k]
+		v, _ := m.vmas.lookup(p.start)
+		m.as.Protect(p.start, p.length(), hostProt(v, p))
+	}
 }
 
 // SetBrkBase starts the heap at base (the end of the executable's data).
@@ -219,17 +276,14 @@ func (m *MemoryManager) Brk(addr uintptr) uintptr {
 		if !m.vmas.free(oldEnd, newEnd) {
 			return m.brk
 		}
-		off, err := m.mf.Allocate(uint64(newEnd - oldEnd))
+		v := vma{start: oldEnd, end: newEnd, prot: platform.ProtRead | platform.ProtWrite, maxProt: protAll,
+			name: "[heap]", locked: m.lockFuture}
+		ps, err := m.backLocked(&v, v.start, v.end)
 		if err != nil {
 			return m.brk
 		}
-		rw := platform.ProtRead | platform.ProtWrite
-		m.vmas.insert(vma{start: oldEnd, end: newEnd, off: off, prot: rw, maxProt: protAll, name: "[heap]",
-			locked: m.lockFuture})
-		if err := m.as.MapFile(oldEnd, off, newEnd-oldEnd, rw); err != nil {
-			m.removeLocked(oldEnd, newEnd, true)
-			return m.brk
-		}
+		m.vmas.insert(v)
+		m.insertPmasLocked(&v, ps)
 	case newEnd < oldEnd:
 		m.removeLocked(newEnd, oldEnd, true)
 	}
@@ -243,8 +297,8 @@ const (
 	mremapFixed   = 2
 )
 
-// Mremap implements mremap(2) for private and anonymous mappings: the
-// pages move with the mapping, nothing is copied.
+// Mremap implements mremap(2): pages move with the mapping, nothing is
+// copied.
 func (m *MemoryManager) Mremap(oldAddr, oldLen, newLen uintptr, flags int, newAddr uintptr) (uintptr, error) {
 	if oldAddr%PageSize != 0 || flags&^(mremapMaymove|mremapFixed) != 0 ||
 		(flags&mremapFixed != 0 && flags&mremapMaymove == 0) || newLen == 0 || oldLen == 0 {
@@ -261,13 +315,14 @@ func (m *MemoryManager) Mremap(oldAddr, oldLen, newLen uintptr, flags int, newAd
 	if !ok || !m.vmas.covered(oldAddr, oldAddr+oldLen) {
 		return 0, unix.EFAULT
 	}
+	like := *v
 	if flags&mremapFixed == 0 {
 		if newLen <= oldLen {
 			m.removeLocked(oldAddr+newLen, oldAddr+oldLen, true)
 			return oldAddr, nil
 		}
 		if oldAddr+newLen > oldAddr && oldAddr+newLen <= m.maxAddr && m.vmas.free(oldAddr+oldLen, oldAddr+newLen) {
-			return oldAddr, m.growLocked(oldAddr+oldLen, oldAddr+newLen, *v)
+			return oldAddr, m.growLocked(oldAddr+oldLen, oldAddr+newLen, like)
 		}
 		if flags&mremapMaymove == 0 {
 			return 0, unix.ENOMEM
@@ -286,44 +341,55 @@ func (m *MemoryManager) Mremap(oldAddr, oldLen, newLen uintptr, flags int, newAd
 			return 0, unix.ENOMEM
 		}
 	}
-	keep := oldLen
-	if newLen < oldLen {
-		keep = newLen
-		m.removeLocked(oldAddr+newLen, oldAddr+oldLen, true)
-	}
-	// Move the vmas of [oldAddr, oldAddr+keep) to dst, pages and all.
-	i, j := m.vmas.isolate(oldAddr, oldAddr+keep)
-	moved := append([]vma(nil), m.vmas[i:j]...)
-	m.vmas = append(m.vmas[:i], m.vmas[j:]...)
-	m.as.Unmap(oldAddr, keep)
-	for _, mv := range moved {
-		mv.start, mv.end = dst+(mv.start-oldAddr), dst+(mv.end-oldAddr)
-		m.vmas.insert(mv)
-		m.as.MapFile(mv.start, mv.off, mv.length(), mv.prot)
-	}
+	keep := min(oldLen, newLen)
+	m.removeLocked(oldAddr+keep, oldAddr+oldLen, true)
+	m.moveLocked(oldAddr, keep, dst)
 	if newLen > keep {
-		if err := m.growLocked(dst+keep, dst+newLen, moved[len(moved)-1]); err != nil {
+		last, _ := m.vmas.lookup(dst + keep - 1)
+		if err := m.growLocked(dst+keep, dst+newLen, *last); err != nil {
 			return 0, err
 		}
 	}
 	return dst, nil
 }
 
+// moveLocked moves the mappings of [from, from+n) to dst, pages and all.
+func (m *MemoryManager) moveLocked(from, n, dst uintptr) {
+	vi, vj := m.vmas.isolate(from, from+n)
+	vmas := append([]vma(nil), m.vmas.s[vi:vj]...)
+	m.vmas.remove(vi, vj)
+	pi, pj := m.pmas.isolate(from, from+n)
+	pmas := append([]pma(nil), m.pmas.s[pi:pj]...)
+	m.pmas.remove(pi, pj)
+	m.as.Unmap(from, n)
+	for _, v := range vmas {
+		v.start, v.end = dst+(v.start-from), dst+(v.end-from)
+		m.vmas.insert(v)
+	}
+	for _, p := range pmas {
+		p.start, p.end = dst+(p.start-from), dst+(p.end-from)
+		v, _ := m.vmas.lookup(p.start)
+		m.pmas.insert(p)
+		m.as.MapFile(p.start, p.off, p.length(), hostProt(v, &p))
+	}
+}
+
 // growLocked maps fresh zero pages at [start, end) with like's attributes.
 func (m *MemoryManager) growLocked(start, end uintptr, like vma) error {
-	off, err := m.mf.Allocate(uint64(end - start))
+	like.start, like.end = start, end
+	like.file, like.cache = nil, nil // new pages are zero, whatever came before
+	ps, err := m.backLocked(&like, start, end)
 	if err != nil {
 		return unix.ENOMEM
 	}
-	like.start, like.end, like.off = start, end, off
-	like.src = nil // new pages are zero, whatever came before
 	m.vmas.insert(like)
-	return m.as.MapFile(start, off, end-start, like.prot)
+	m.insertPmasLocked(&like, ps)
+	return nil
 }
 
-// DontNeed implements madvise(MADV_DONTNEED): the pages of [addr,
-// addr+length) go back to what a fresh mapping holds, zeros for anonymous
-// memory and the file's contents for a private file mapping.
+// DontNeed implements madvise(MADV_DONTNEED): the pages of a private
+// mapping in [addr, addr+length) go back to what a fresh mapping holds
+// (zeros, or the file's contents); shared mappings keep theirs.
 func (m *MemoryManager) DontNeed(addr, length uintptr) error {
 	if addr%PageSize != 0 {
 		return unix.EINVAL
@@ -338,14 +404,20 @@ func (m *MemoryManager) DontNeed(addr, length uintptr) error {
 	if !m.vmas.covered(addr, end) {
 		return unix.ENOMEM
 	}
-	for k := m.vmas.find(addr); k < len(m.vmas) && m.vmas[k].start < end; k++ {
-		v := &m.vmas[k]
-		lo, hi := max(v.start, addr), min(v.end, end)
-		off := v.off + uint64(lo-v.start)
-		m.mf.Zero(off, uint64(hi-lo))
-		if v.src != nil {
-			v.src.ReadAt(m.mf.Slice(off, uint64(hi-lo)), int64(v.srcOff+uint64(lo-v.start)))
+	vi, vj := m.vmas.isolate(addr, end)
+	for k := vi; k < vj; k++ {
+		v := m.vmas.s[k]
+		if v.shared {
+			continue
 		}
+		ps, err := m.backLocked(&v, v.start, v.end)
+		if err != nil {
+			return err
+		}
+		pi, pj := m.pmas.isolate(v.start, v.end)
+		m.dropPmas(m.pmas.s[pi:pj])
+		m.pmas.remove(pi, pj)
+		m.insertPmasLocked(&v, ps)
 	}
 	return nil
 }

@@ -1,95 +1,63 @@
 package mm
 
-import (
-	"sort"
+import "github.com/moat-sandbox/moat/platform"
 
-	"github.com/moat-sandbox/moat/platform"
-)
-
-// vma is one mapping: a page-aligned address range backed by the
-// contiguous memory-file range starting at off.
+// vma is one mapping as the guest made it: an address range with its
+// protection and what it maps. The pages behind it are its pmas.
 type vma struct {
 	start, end uintptr
-	off        uint64
 	prot       platform.Prot
 	maxProt    platform.Prot // what mprotect may grant (a read-only file caps it)
-	shared     bool          // MAP_SHARED
-	name       string        // for /proc/<pid>/maps: a path, "[heap]", "[stack]" or ""
-	src        FileSource    // the file the pages came from, nil for anonymous memory
-	srcOff     uint64        // file offset of start
+	shared     bool          // MAP_SHARED: a fork shares the pages instead of copying them
 	locked     bool          // mlock'ed (VM_LOCKED)
+	name       string        // for /proc/<pid>/maps: a path, "[heap]", "[stack]" or ""
+	file       FileSource    // the file the pages came from, nil for anonymous memory
+	cache      *FileCache    // the file's page cache, if its pages are shared through one
+	fileOff    uint64        // file offset of start
+}
+
+func (v *vma) bounds() (uintptr, uintptr) { return v.start, v.end }
+
+func (v *vma) splitAt(addr uintptr) vma {
+	hi := *v
+	hi.start = addr
+	hi.fileOff = v.fileOff + uint64(addr-v.start)
+	v.end = addr
+	return hi
 }
 
 func (v *vma) length() uintptr { return v.end - v.start }
 
-// vmaSet is the sorted, non-overlapping list of a process's mappings.
-type vmaSet []vma
+type vmaSet = rangeSet[vma, *vma]
 
-// find returns the index of the first vma that ends above addr.
-func (s vmaSet) find(addr uintptr) int {
-	return sort.Search(len(s), func(i int) bool { return s[i].end > addr })
+// pma is a range of a vma's pages: where in the memory file they are.
+type pma struct {
+	start, end uintptr
+	off        uint64 // memory-file offset of start
+	// cow marks pages shared with another address space or a file's cache
+	// that this one must copy before it writes them; they are mapped
+	// without write permission until then.
+	cow bool
 }
 
-// lookup returns the vma containing addr.
-func (s vmaSet) lookup(addr uintptr) (*vma, bool) {
-	i := s.find(addr)
-	if i < len(s) && s[i].start <= addr {
-		return &s[i], true
-	}
-	return nil, false
-}
+func (p *pma) bounds() (uintptr, uintptr) { return p.start, p.end }
 
-// split makes addr a vma boundary if a vma straddles it.
-func (s *vmaSet) split(addr uintptr) {
-	i := s.find(addr)
-	if i == len(*s) || (*s)[i].start >= addr {
-		return
-	}
-	v := (*s)[i]
-	lo, hi := v, v
-	lo.end = addr
+func (p *pma) splitAt(addr uintptr) pma {
+	hi := *p
 	hi.start = addr
-	hi.off = v.off + uint64(addr-v.start)
-	hi.srcOff = v.srcOff + uint64(addr-v.start)
-	*s = append(*s, vma{})
-	copy((*s)[i+2:], (*s)[i+1:])
-	(*s)[i], (*s)[i+1] = lo, hi
+	hi.off = p.off + uint64(addr-p.start)
+	p.end = addr
+	return hi
 }
 
-// isolate splits at start and end and returns the index range [i, j) of the
-// vmas inside [start, end).
-func (s *vmaSet) isolate(start, end uintptr) (int, int) {
-	s.split(start)
-	s.split(end)
-	i := s.find(start)
-	j := i
-	for j < len(*s) && (*s)[j].start < end {
-		j++
+func (p *pma) length() uintptr { return p.end - p.start }
+
+type pmaSet = rangeSet[pma, *pma]
+
+// hostProt is the protection the platform maps p with under v.
+func hostProt(v *vma, p *pma) platform.Prot {
+	if p.cow {
+		return v.prot &^ platform.ProtWrite
 	}
-	return i, j
-}
-
-// insert adds v, which must not overlap any vma.
-func (s *vmaSet) insert(v vma) {
-	i := s.find(v.start)
-	*s = append(*s, vma{})
-	copy((*s)[i+1:], (*s)[i:])
-	(*s)[i] = v
-}
-
-// free reports whether [start, end) overlaps no vma.
-func (s vmaSet) free(start, end uintptr) bool {
-	i := s.find(start)
-	return i == len(s) || s[i].start >= end
-}
-
-// covered reports whether every page of [start, end) is mapped.
-func (s vmaSet) covered(start, end uintptr) bool {
-	for i := s.find(start); start < end; i++ {
-		if i == len(s) || s[i].start > start {
-			return false
-		}
-		start = s[i].end
-	}
-	return true
+	return v.prot
 }

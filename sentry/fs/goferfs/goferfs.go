@@ -12,6 +12,8 @@ import (
 
 	"github.com/moat-sandbox/moat/gofer"
 	"github.com/moat-sandbox/moat/sentry/fs/host"
+	"github.com/moat-sandbox/moat/sentry/memfile"
+	"github.com/moat-sandbox/moat/sentry/mm"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
@@ -19,6 +21,9 @@ import (
 type fs struct {
 	client *gofer.Client
 	dev    uint64 // the device number the guest sees for every file
+	// mf holds the page caches of files, when the tree is read-only (an
+	// image that does not change, so that cached pages stay right).
+	mf *memfile.File
 
 	// cachedFDs counts read-only host descriptors kept open by inodes.
 	cachedFDs atomic.Int64
@@ -42,11 +47,13 @@ type inode struct {
 	mu    sync.Mutex
 	ro    *host.File
 	users int
+	cache *mm.FileCache
 }
 
-// New returns the root dentry of the gofer's tree.
-func New(c *gofer.Client) (*vfs.Dentry, error) {
-	f := &fs{client: c, dev: vfs.NewAnonDev()}
+// New returns the root dentry of the gofer's tree. With mf set, the tree is
+// read-only and its files' pages are cached in mf for mappings to share.
+func New(c *gofer.Client, mf *memfile.File) (*vfs.Dentry, error) {
+	f := &fs{client: c, dev: vfs.NewAnonDev(), mf: mf}
 	a, err := c.Stat(gofer.RootNode)
 	if err != nil {
 		return nil, err
@@ -150,6 +157,23 @@ func (i *inode) openShared() (vfs.FileImpl, error) {
 type sharedFile struct {
 	*host.File
 	i *inode
+}
+
+// FileCache implements mm.Cacheable when the tree is read-only.
+func (f *sharedFile) FileCache() *mm.FileCache {
+	i := f.i
+	if i.fs.mf == nil {
+		return nil
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.cache == nil {
+		// The cache reads through the inode's shared descriptor, which
+		// stays open while the cache lives: the cache holds a user.
+		i.users++
+		i.cache = mm.NewFileCache(i.fs.mf, i.ro, i.attr.Size)
+	}
+	return i.cache
 }
 
 // Release drops the open; the descriptor stays cached unless too many are.

@@ -1,0 +1,113 @@
+package mm
+
+import (
+	"github.com/moat-sandbox/moat/platform"
+)
+
+// cowChunk is how much a write fault on a copy-on-write page copies at
+// once: the pages around it are likely written next, and each fault costs a
+// trap and a host mapping.
+const cowChunk = 16 * PageSize
+
+// Fork returns a copy of m in address space as, as fork(2) makes it: private
+// pages are shared copy-on-write by both, shared mappings stay shared.
+// Locks are not inherited.
+func (m *MemoryManager) Fork(as platform.AddressSpace) *MemoryManager {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := &MemoryManager{mf: m.mf, as: as, maxAddr: m.maxAddr, mmapBase: m.mmapBase, brkBase: m.brkBase, brk: m.brk,
+		users: 1, Layout: m.Layout}
+	c.vmas.s = append([]vma(nil), m.vmas.s...)
+	for k := range c.vmas.s {
+		c.vmas.s[k].locked = false
+	}
+	c.pmas.s = make([]pma, len(m.pmas.s))
+	vi := 0
+	for k := range m.pmas.s {
+		p := &m.pmas.s[k]
+		for m.vmas.s[vi].end <= p.start {
+			vi++
+		}
+		v := &m.vmas.s[vi]
+		m.mf.IncRef(p.off, uint64(p.length()))
+		if !v.shared && !p.cow {
+			p.cow = true
+			if v.prot&platform.ProtWrite != 0 {
+				m.as.Protect(p.start, p.length(), hostProt(v, p))
+			}
+		}
+		c.pmas.s[k] = *p
+		as.MapFile(p.start, p.off, p.length(), hostProt(v, p))
+	}
+	return c
+}
+
+// HandleFault serves a fault at addr for access: it reports whether the
+// guest may go on (the fault was a write to a copy-on-write page, now
+// copied). A false answer means the access breaks the mappings' rules and
+// the guest gets a signal.
+func (m *MemoryManager) HandleFault(addr uintptr, access platform.Prot) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.vmas.lookup(addr)
+	if !ok {
+		return false
+	}
+	allowed := v.prot
+	if allowed&(platform.ProtWrite|platform.ProtExec) != 0 {
+		allowed |= platform.ProtRead // x86 cannot take read away from these
+	}
+	if access&^allowed != 0 {
+		return false
+	}
+	p, ok := m.pmas.lookup(addr)
+	if !ok {
+		return false
+	}
+	if access&platform.ProtWrite != 0 && p.cow {
+		lo := max(pageRoundDown(addr)&^(cowChunk-1), v.start, p.start)
+		hi := min((pageRoundDown(addr)&^(cowChunk-1))+cowChunk, v.end, p.end)
+		m.breakCowLocked(lo, hi)
+		return true
+	}
+	// The access is allowed and the page is not copy-on-write: the host
+	// mapping lags behind (another thread changed it a moment ago). Map it
+	// again and let the guest retry.
+	m.as.MapFile(p.start, p.off, p.length(), hostProt(v, p))
+	return true
+}
+
+// breakCowLocked gives the copy-on-write pages of [lo, hi) to this address
+// space alone: pages no one else holds any more are made writable as they
+// are, others are copied.
+func (m *MemoryManager) breakCowLocked(lo, hi uintptr) error {
+	pi, pj := m.pmas.span(lo, hi)
+	needed := false
+	for k := pi; k < pj; k++ {
+		needed = needed || m.pmas.s[k].cow
+	}
+	if !needed {
+		return nil
+	}
+	pi, pj = m.pmas.isolate(lo, hi)
+	for k := pi; k < pj; k++ {
+		p := &m.pmas.s[k]
+		if !p.cow {
+			continue
+		}
+		v, _ := m.vmas.lookup(p.start)
+		n := uint64(p.length())
+		if !m.mf.Exclusive(p.off, n) {
+			off, err := m.mf.Allocate(n)
+			if err != nil {
+				return err
+			}
+			copy(m.mf.Slice(off, n), m.mf.Slice(p.off, n))
+			m.mf.DecRef(p.off, n)
+			p.off = off
+		}
+		p.cow = false
+		m.as.MapFile(p.start, p.off, p.length(), hostProt(v, p))
+	}
+	return nil
+}
