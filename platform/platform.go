@@ -47,6 +47,12 @@ type Context interface {
 	// Interrupt makes a running or next Switch return EventInterrupt soon.
 	// It may be called from any goroutine.
 	Interrupt()
+	// FPState is the thread's floating-point and vector state, in the
+	// layout of Linux's signal frame (FXSAVE area, its software-reserved
+	// bytes describing the XSAVE state that follows, the XSAVE header and
+	// components). Between Switches it may be read and written in place;
+	// the thread resumes with what it holds.
+	FPState() []byte
 	// Release ends the thread.
 	Release()
 }

@@ -205,6 +205,43 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 	return ev, nil
 }
 
+// The kernel's fpstate: an FXSAVE area whose bytes 464..511 describe the
+// extended state that follows (magic1, the frame's total extended size,
+// the features saved, the XSAVE size).
+const (
+	fxsaveSize   = 512
+	swBytesOff   = 464
+	fpXstateMag1 = 0x46505853
+	mcFpstate    = ucMcontext + 23*8
+)
+
+// FPState implements platform.Context: it is the fpstate the kernel saved
+// on the slot's signal stack at the last trap, which rt_sigreturn restores.
+func (c *threadContext) FPState() []byte {
+	ctl := c.stub.p.ctl
+	uc := c.frame(*ctl.u64(c.unit + tsUcontext), ucSize)
+	if uc == nil {
+		return nil
+	}
+	fpAddr := *(*uint64)(unsafe.Add(uc, mcFpstate))
+	fp := c.frame(fpAddr, fxsaveSize)
+	if fp == nil {
+		return nil
+	}
+	size := uint64(fxsaveSize)
+	sw := unsafe.Add(fp, swBytesOff)
+	if *(*uint32)(sw) == fpXstateMag1 {
+		if xsize := uint64(*(*uint32)(unsafe.Add(sw, 12))); xsize > size {
+			size = xsize
+		}
+	}
+	p := c.frame(fpAddr, size)
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(p), size)
+}
+
 // Interrupt implements platform.Context. A thread in the sentry is not
 // kicked: its next Switch returns at once instead.
 func (c *threadContext) Interrupt() {

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,6 +41,12 @@ func (p *Platform) forkSourceStub() (*stubProcess, error) {
 	done := make(chan result)
 	go func() {
 		runtime.LockOSThread()
+		if rseqRegistered() {
+			done <- result{err: fmt.Errorf("systrap: this thread has an rseq area registered (a sentry linked " +
+				"with the C library): a forked stub would die unmapping it; build moat with CGO_ENABLED=0")}
+			runtime.UnlockOSThread()
+			return
+		}
 		all, old := ^uint64(0), uint64(0)
 		pid, errno := rawForkStub(uintptr(p.ctl.fd), uintptr(unit), codeVA, codeSize,
 			codeVA+uintptr(p.entries.firstInit), &all, &old)
@@ -64,6 +71,25 @@ func (p *Platform) forkSourceStub() (*stubProcess, error) {
 		return nil, fmt.Errorf("systrap: source stub did not start: %w", err)
 	}
 	return s, nil
+}
+
+// rseqRegistered reports whether the calling thread has an rseq area
+// registered. The C library registers one on every thread it starts; a stub
+// forked from such a thread inherits the registration, and once the stub
+// unmaps the sentry's memory the kernel kills it on its next return to user
+// space. Registering an area while one is registered fails (EBUSY for the
+// same area, EINVAL or EPERM for another), so trying tells.
+func rseqRegistered() bool {
+	const rseqSig = 0x53053053
+	var area [32]byte // struct rseq, 32-byte aligned below
+	p := unsafe.Pointer(&area[0])
+	aligned := unsafe.Add(p, (32-uintptr(p)%32)%32)
+	_, _, errno := unix.RawSyscall6(unix.SYS_RSEQ, uintptr(aligned), 32, 0, rseqSig, 0, 0)
+	if errno == 0 {
+		unix.RawSyscall6(unix.SYS_RSEQ, uintptr(aligned), 32, 1 /* RSEQ_FLAG_UNREGISTER */, rseqSig, 0, 0)
+		return false
+	}
+	return errno == unix.EBUSY || errno == unix.EINVAL || errno == unix.EPERM
 }
 
 // newStub clones a fresh stub from the source stub.

@@ -64,9 +64,6 @@ func checkHost() error {
 	if runtime.GOARCH != "amd64" {
 		return fmt.Errorf("systrap: unsupported architecture %s", runtime.GOARCH)
 	}
-	if builtWithCgo {
-		return fmt.Errorf("systrap: moat must be built with CGO_ENABLED=0 (see platform/systrap/cgo.go)")
-	}
 	// The handler saves and restores FS and GS with rdfsbase/wrfsbase.
 	const hwcap2FSGSBase = 1 << 1
 	auxv, err := os.ReadFile("/proc/self/auxv")

@@ -1,6 +1,7 @@
 package systrap
 
 import (
+	"encoding/binary"
 	"testing"
 	"time"
 
@@ -194,5 +195,32 @@ func BenchmarkSyscallRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 		regs.Rax = 0
+	}
+}
+
+// TestFPState: the floating-point state the guest left is readable, and
+// what the sentry writes there is what the guest resumes with.
+func TestFPState(t *testing.T) {
+	m := newTestMemory(t)
+	p := getPlatform(t, m)
+	// movq %rax,%xmm0; mov $39,%eax; syscall; movq %xmm0,%rdi; mov $60,%eax; syscall
+	code := []byte{0x66, 0x48, 0x0f, 0x6e, 0xc0, 0xb8, 39, 0, 0, 0, 0x0f, 0x05,
+		0x66, 0x48, 0x0f, 0x7e, 0xc7, 0xb8, 60, 0, 0, 0, 0x0f, 0x05}
+	_, ctx := newGuest(t, p, m, code)
+	regs := arch.Registers{Rip: codeAddr, Rsp: dataAddr + 4096, Eflags: arch.InitialEflags, Rax: 0x1122334455667788}
+	if _, err := ctx.Switch(&regs); err != nil {
+		t.Fatal(err)
+	}
+	fp := ctx.FPState()
+	const xmm0 = 160 // offset of xmm0 in the FXSAVE area
+	if len(fp) < 512 || binary.LittleEndian.Uint64(fp[xmm0:]) != 0x1122334455667788 {
+		t.Fatalf("xmm0 not found in the fp state (len %d)", len(fp))
+	}
+	binary.LittleEndian.PutUint64(fp[xmm0:], 0xcafef00d)
+	if _, err := ctx.Switch(&regs); err != nil || regs.OrigRax != 60 {
+		t.Fatalf("second trap: %v nr %d", err, regs.OrigRax)
+	}
+	if regs.Rdi != 0xcafef00d {
+		t.Fatalf("the guest resumed with xmm0 %#x, not what the sentry wrote", regs.Rdi)
 	}
 }

@@ -1,6 +1,0 @@
-//go:build !cgo
-
-package systrap
-
-// builtWithCgo: see cgo.go.
-const builtWithCgo = false
