@@ -58,6 +58,13 @@ conformance: deps build
 	$(BIN)/moat-conformance --runtime $(if $(filter moat,$(RUNTIME)),$(abspath $(BIN)/moat),$(RUNTIME)) \
 		--json docs/conformance-$(notdir $(RUNTIME)).json | tee docs/conformance-$(notdir $(RUNTIME)).txt
 
+# rootfs-debian builds, once, the Debian rootfs (python3, gcc, make, git) in
+# which the integration tests run real programs; they build it on first use
+# too. It needs root and apt's mirror, and is cached under $(BUILD).
+.PHONY: rootfs-debian
+rootfs-debian:
+	$(GO) run ./internal/rootfs/mkdebian $(abspath $(BUILD))/rootfs-debian
+
 docs:
 	$(GO) test ./syscalls -run SyscallDoc -update
 

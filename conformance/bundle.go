@@ -88,6 +88,10 @@ func containerSpec(args []string) *specs.Spec {
 			{Destination: "/proc", Type: "proc", Source: "proc"},
 			{Destination: "/dev", Type: "tmpfs", Source: "tmpfs",
 				Options: []string{"nosuid", "noexec", "mode=755", "size=1m"}},
+			// A writable /tmp, as container engines give, for the
+			// programs that create files.
+			{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs",
+				Options: []string{"nosuid", "nodev", "mode=1777", "size=65536k"}},
 		},
 		Linux: &specs.Linux{
 			Namespaces: []specs.LinuxNamespace{

@@ -12,6 +12,12 @@ const (
 	dataDir   = "conformance/data"
 	helloText = "Hello, moat conformance!\n"
 	blobLen   = 3*4096 + 100 // three pages and a partial one
+	// scriptText is an executable "#!" script whose interpreter is the
+	// proc_exec program, by a path relative to the working directory
+	// (the rootfs root natively and in the container); the optional
+	// argument has blanks, which the kernel passes on as one argument.
+	scriptText  = "#!conformance/bin/proc_exec --script-mode one arg\n"
+	garbageText = "this is neither an ELF file nor a script\n"
 )
 
 // blobByte is blob.bin's content at offset i (check.h's blob_byte): no
@@ -44,6 +50,11 @@ func writeRootfsData(rootfs string) error {
 	for name, content := range etcFiles {
 		files[name] = []byte(content)
 	}
+	// Executable files: proc_exec runs them.
+	execFiles := map[string][]byte{
+		dataDir + "/script":  []byte(scriptText),
+		dataDir + "/garbage": []byte(garbageText),
+	}
 	dirs := []string{dataDir + "/dir/sub", "proc", "dev", "bin", "conformance/bin"}
 	for _, d := range dirs {
 		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
@@ -59,6 +70,15 @@ func writeRootfsData(rootfs string) error {
 			return err
 		}
 		if err := os.Chmod(p, 0o644); err != nil {
+			return err
+		}
+	}
+	for name, content := range execFiles {
+		p := filepath.Join(rootfs, name)
+		if err := os.WriteFile(p, content, 0o755); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, 0o755); err != nil {
 			return err
 		}
 	}

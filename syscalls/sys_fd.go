@@ -76,6 +76,20 @@ func Fcntl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	case unix.F_SETFL:
 		f.SetStatusFlags(int(a.Int(2)))
 		return 0, nil
+	case unix.F_GETPIPE_SZ, unix.F_SETPIPE_SZ:
+		p, ok := f.Impl().(pipeSizer)
+		if !ok {
+			return 0, unix.EBADF
+		}
+		if cmd == unix.F_GETPIPE_SZ {
+			return uintptr(p.Size()), nil
+		}
+		size := a.Uint(2)
+		if size > 1<<31-1 {
+			return 0, unix.EINVAL
+		}
+		n, err := p.SetSize(int(size))
+		return retErr(uintptr(n), err)
 	}
 	return 0, unix.EINVAL
 }

@@ -31,23 +31,28 @@ func Setrlimit(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return 0, err
 }
 
-// Prlimit64 implements Linux syscall prlimit64(2) for the caller's process.
+// Prlimit64 implements Linux syscall prlimit64(2).
 func Prlimit64(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	pid, r, newAddr, oldAddr := a.Int(0), int(a.Int(1)), a.Ptr(2), a.Ptr(3)
 	if r < 0 || r >= kernel.NumLimits {
 		return 0, unix.EINVAL
 	}
-	if pid != 0 && pid != t.PID() {
-		return 0, unix.ESRCH
+	tg, err := processArg(t, pid)
+	if err != nil {
+		return 0, err
 	}
-	old := t.Limits().Get(r)
+	if !t.CanSignal(tg) {
+		return 0, unix.EPERM
+	}
+	limits := tg.Limits()
+	old := limits.Get(r)
 	if newAddr != 0 {
 		var l kernel.Limit
 		if err := copyInStruct(t, newAddr, &l); err != nil {
 			return 0, err
 		}
 		var err error
-		if old, err = t.Limits().Set(r, l, hasCapSysResource(t)); err != nil {
+		if old, err = limits.Set(r, l, hasCapSysResource(t)); err != nil {
 			return 0, err
 		}
 	}
@@ -64,20 +69,17 @@ func hasCapSysResource(t *kernel.Task) bool {
 	return c.CapEffective&(1<<unix.CAP_SYS_RESOURCE) != 0
 }
 
-// Getrusage implements Linux syscall getrusage(2). CPU time is the task's
-// approximation, the maximum resident set the current one; the other
-// fields are zero.
+// Getrusage implements Linux syscall getrusage(2). CPU time is wall time
+// since the task started; the resident set is the current one; the
+// children's figures are those of the children reaped.
 func Getrusage(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	switch a.Int(0) {
-	case unix.RUSAGE_SELF, unix.RUSAGE_THREAD, unix.RUSAGE_CHILDREN:
-	default:
-		return 0, unix.EINVAL
-	}
-	var ru unix.Rusage
-	if a.Int(0) != unix.RUSAGE_CHILDREN {
+	case unix.RUSAGE_SELF, unix.RUSAGE_THREAD:
 		ts, _ := t.Kernel().ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, t)
-		ru.Utime = unix.NsecToTimeval(ts.Nano())
-		ru.Maxrss = int64(t.MM().ResidentBytes() / 1024)
+		rss := t.MM().ResidentBytes()
+		return 0, copyOutUsage(t, a.Ptr(1), kernel.Usage{MaxRSS: rss, MinFlt: rss / 4096, CPU: ts.Nano()})
+	case unix.RUSAGE_CHILDREN:
+		return 0, copyOutUsage(t, a.Ptr(1), t.ThreadGroup().ChildUsage())
 	}
-	return 0, copyOutStruct(t, a.Ptr(1), &ru)
+	return 0, unix.EINVAL
 }

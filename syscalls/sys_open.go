@@ -1,8 +1,6 @@
 package syscalls
 
 import (
-	"strings"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/sentry/arch"
@@ -51,21 +49,17 @@ func openAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int, mode uint3
 		}
 	}
 	res := t.Resolver(start)
-	follow := flags&unix.O_NOFOLLOW == 0
-	if flags&unix.O_CREAT != 0 {
-		follow = follow && flags&unix.O_EXCL == 0
-	}
-	p, err := res.Lookup(name, follow)
-	if err == unix.ENOENT && flags&unix.O_CREAT != 0 {
-		return 0, createError(res, name)
+	var p vfs.Path
+	created := false
+	if flags&unix.O_CREAT == 0 {
+		p, err = res.Lookup(name, flags&unix.O_NOFOLLOW == 0)
+	} else {
+		p, created, err = createAt(t, res, name, flags, mode)
 	}
 	if err != nil {
 		return 0, err
 	}
-	if flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL {
-		return 0, unix.EEXIST
-	}
-	f, err := openPath(t, p, flags)
+	f, err := openPath(t, p, flags, created)
 	if err != nil {
 		return 0, err
 	}
@@ -74,25 +68,50 @@ func openAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int, mode uint3
 	return retErr(uintptr(fd), err)
 }
 
-// createError says why name cannot be created: no file system is writable
-// yet, so EROFS if its directory exists, else what looking that up says.
-func createError(res vfs.Resolver, name string) error {
-	trimmed := strings.TrimRight(name, "/")
-	if trimmed != name {
-		return unix.EISDIR
+// createAt resolves name for open(O_CREAT) and makes a regular file there
+// if there is none: mode with the task's umask taken out, owned by the
+// task's fsuid and fsgid (or the group of a setgid directory). created
+// reports a new file, which open neither checks permissions on nor
+// truncates, as on Linux.
+func createAt(t *kernel.Task, res vfs.Resolver, name string, flags int, mode uint32) (p vfs.Path, created bool, err error) {
+	if flags&unix.O_DIRECTORY != 0 {
+		return vfs.Path{}, false, unix.EINVAL // refused since Linux 6.4
 	}
-	dir := "."
-	if i := strings.LastIndexByte(trimmed, '/'); i >= 0 {
-		dir = trimmed[:i+1]
+	tg, err := res.LookupTarget(name)
+	if err != nil {
+		return vfs.Path{}, false, err
 	}
-	if _, err := res.Lookup(dir, true); err != nil {
-		return err
+	if tg.Slash {
+		return vfs.Path{}, false, unix.EISDIR
 	}
-	return unix.EROFS
+	excl := flags&unix.O_EXCL != 0
+	for {
+		// With O_EXCL a final symlink is not followed: it exists.
+		p, tg, err := res.LookupCreate(name, !excl && flags&unix.O_NOFOLLOW == 0)
+		if err != nil {
+			return vfs.Path{}, false, err
+		}
+		if p.Dentry != nil {
+			if excl {
+				return vfs.Path{}, false, unix.EEXIST
+			}
+			return p, false, nil
+		}
+		if tg.Slash {
+			// A dangling symlink to "name/".
+			return vfs.Path{}, false, unix.EISDIR
+		}
+		p, err = vfs.Create(fsCreds(t), tg, umasked(t, mode&0o7777))
+		if err == unix.EEXIST && !excl {
+			continue // made meanwhile: open it
+		}
+		return p, err == nil, err
+	}
 }
 
-// openPath opens an already resolved file with open(2)'s flags.
-func openPath(t *kernel.Task, p vfs.Path, flags int) (*vfs.File, error) {
+// openPath opens an already resolved file with open(2)'s flags; a file
+// the call has just created is opened without permission checks.
+func openPath(t *kernel.Task, p vfs.Path, flags int, created bool) (*vfs.File, error) {
 	ino := p.Dentry.Inode()
 	st, err := ino.Stat()
 	if err != nil {
@@ -111,6 +130,13 @@ func openPath(t *kernel.Task, p vfs.Path, flags int) (*vfs.File, error) {
 	if st.Type() == unix.S_IFDIR && (acc != unix.O_RDONLY || flags&unix.O_CREAT != 0) {
 		return nil, unix.EISDIR
 	}
+	if (acc != unix.O_RDONLY || flags&unix.O_TRUNC != 0) && p.Mount.Flags&unix.MS_RDONLY != 0 &&
+		(st.Type() == unix.S_IFREG || st.Type() == unix.S_IFDIR) {
+		return nil, unix.EROFS
+	}
+	if created {
+		flags &^= unix.O_TRUNC
+	}
 	var want uint32
 	if acc != unix.O_WRONLY {
 		want |= vfs.MayRead
@@ -118,12 +144,14 @@ func openPath(t *kernel.Task, p vfs.Path, flags int) (*vfs.File, error) {
 	if acc != unix.O_RDONLY || flags&unix.O_TRUNC != 0 {
 		want |= vfs.MayWrite
 	}
-	c := t.Creds()
-	c.Lock()
-	err = vfs.MayAccess(&st, c.FSUID, append([]uint32{c.FSGID}, c.Groups...), want)
-	c.Unlock()
-	if err != nil {
-		return nil, err
+	if !created {
+		c := t.Creds()
+		c.Lock()
+		err = vfs.MayAccess(&st, c.FSUID, append([]uint32{c.FSGID}, c.Groups...), want)
+		c.Unlock()
+		if err != nil {
+			return nil, err
+		}
 	}
 	impl, err := ino.Open(flags)
 	if err != nil {

@@ -76,12 +76,18 @@ func SetRobustList(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return 0, nil
 }
 
-// GetRobustList implements Linux syscall get_robust_list(2) for the caller.
+// GetRobustList implements Linux syscall get_robust_list(2).
 func GetRobustList(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	if pid := a.Int(0); pid != 0 && pid != t.TID() {
-		return 0, unix.ESRCH
+	target := t
+	if tid := a.Int(0); tid != 0 && tid != t.TID() {
+		if target = t.Kernel().TaskByTID(tid); target == nil {
+			return 0, unix.ESRCH
+		}
+		if !t.CanSignal(target.ThreadGroup()) {
+			return 0, unix.EPERM
+		}
 	}
-	if err := copyOutU64(t, a.Ptr(1), uint64(t.RobustList())); err != nil {
+	if err := copyOutU64(t, a.Ptr(1), uint64(target.RobustList())); err != nil {
 		return 0, err
 	}
 	return 0, copyOutU64(t, a.Ptr(2), robustListHeadSize)
@@ -140,6 +146,7 @@ func Prctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			return 0, unix.EINVAL
 		}
 		p.KeepCaps = a[1] == 1
+		t.Creds().SetKeepCaps(p.KeepCaps)
 	case prSetName:
 		name, err := t.CopyInString(a.Ptr(1), maxTaskCommLen)
 		if err == unix.ENAMETOOLONG {

@@ -83,7 +83,7 @@ func Pwritev(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 // ioseq is the guest buffer of a read or write, with its length clamped as
 // Linux clamps it.
 func ioseq(t *kernel.Task, addr uintptr, n uint64) *vfs.IOSeq {
-	return vfs.NewIOSeq(t.MM(), addr, int(min(n, maxRW)))
+	return vfs.NewIOSeq(t.MM(), addr, int(min(n, maxRW))).WithContext(t)
 }
 
 // vectored reads the iovec array of a readv-style call and runs op on it.
@@ -97,7 +97,7 @@ func vectored(t *kernel.Task, a *arch.SyscallArgs, op func(*vfs.File, *vfs.IOSeq
 	if err != nil {
 		return 0, err
 	}
-	n, err := op(f, vfs.NewIOSeqRanges(t.MM(), ranges))
+	n, err := op(f, vfs.NewIOSeqRanges(t.MM(), ranges).WithContext(t))
 	return retErr(uintptr(n), err)
 }
 
@@ -162,14 +162,14 @@ func Sendfile(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		chunk := buf[:min(uint64(len(buf)), count-done)]
 		var n int
 		if offAddr != 0 {
-			n, err = in.Pread(vfs.NewIOSeqBuffer(chunk), off+int64(done))
+			n, err = in.Pread(vfs.NewIOSeqBuffer(chunk).WithContext(t), off+int64(done))
 		} else {
-			n, err = in.Read(vfs.NewIOSeqBuffer(chunk))
+			n, err = in.Read(vfs.NewIOSeqBuffer(chunk).WithContext(t))
 		}
 		if n == 0 || err != nil {
 			break
 		}
-		w, werr := out.Write(vfs.NewIOSeqBuffer(chunk[:n]))
+		w, werr := out.Write(vfs.NewIOSeqBuffer(chunk[:n]).WithContext(t))
 		done += uint64(w)
 		if werr != nil {
 			err = werr

@@ -1,6 +1,9 @@
 package syscalls
 
 import (
+	"encoding/binary"
+	"time"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/sentry/arch"
@@ -15,9 +18,7 @@ const sigsetSize = 8
 // SA_RESTART, SA_NODEFER and SA_RESETHAND.
 const saKnownFlags = 0x1 | 0x2 | 0x4 | 0x04000000 | 0x08000000 | 0x10000000 | 0x40000000 | 0x80000000
 
-// RtSigaction implements Linux syscall rt_sigaction(2). Actions are
-// recorded and reported; delivering signals to handlers comes with the
-// process model.
+// RtSigaction implements Linux syscall rt_sigaction(2).
 func RtSigaction(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	sig, act, oldact := int(a.Int(0)), a.Ptr(1), a.Ptr(2)
 	if a[3] != sigsetSize || !kernel.ValidSignal(sig) {
@@ -101,10 +102,221 @@ func Sigaltstack(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		default:
 			return 0, unix.EINVAL
 		}
+		if t.OnAltStack() {
+			return 0, unix.EPERM // no change while running on it
+		}
 		*cur = nu
 	}
 	if oss != 0 {
+		if t.OnAltStack() {
+			old.Flags = ssOnstack
+		}
 		return 0, copyOutStruct(t, oss, &old)
 	}
 	return 0, nil
+}
+
+// RtSigreturn implements Linux syscall rt_sigreturn(2).
+func RtSigreturn(t *kernel.Task, _ *arch.SyscallArgs) (uintptr, error) {
+	return 0, t.SigReturn()
+}
+
+// RtSigpending implements Linux syscall rt_sigpending(2).
+func RtSigpending(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if a[1] > sigsetSize {
+		return 0, unix.EINVAL
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], t.Pending())
+	_, err := t.CopyOut(a.Ptr(0), b[:a[1]])
+	return 0, err
+}
+
+// RtSigsuspend implements Linux syscall rt_sigsuspend(2): it waits, with a
+// temporary mask, until a signal runs a handler; the old mask comes back
+// when the handler returns.
+func RtSigsuspend(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if a[1] != sigsetSize {
+		return 0, unix.EINVAL
+	}
+	var m uint64
+	if err := copyInStruct(t, a.Ptr(0), &m); err != nil {
+		return 0, err
+	}
+	t.SetTemporaryMask(m)
+	t.Block(nil)
+	return 0, kernel.ERESTARTNOHAND
+}
+
+// Pause implements Linux syscall pause(2).
+func Pause(t *kernel.Task, _ *arch.SyscallArgs) (uintptr, error) {
+	t.Block(nil)
+	return 0, kernel.ERESTARTNOHAND
+}
+
+// RtSigtimedwait implements Linux syscall rt_sigtimedwait(2).
+func RtSigtimedwait(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if a[3] != sigsetSize {
+		return 0, unix.EINVAL
+	}
+	var set uint64
+	if err := copyInStruct(t, a.Ptr(0), &set); err != nil {
+		return 0, err
+	}
+	var deadline time.Time
+	if a[2] != 0 {
+		ts, err := copyInTimespec(t, a.Ptr(2))
+		if err != nil {
+			return 0, err
+		}
+		deadline = time.Now().Add(time.Duration(ts.Nano()))
+	}
+	info, err := t.WaitSignal(set, deadline)
+	if err == unix.ETIMEDOUT {
+		return 0, unix.EAGAIN
+	}
+	if err != nil {
+		return 0, unix.EINTR
+	}
+	if a[1] != 0 {
+		if err := copyOutStruct(t, a.Ptr(1), &info); err != nil {
+			return 0, err
+		}
+	}
+	return uintptr(info.Signo), nil
+}
+
+// Kill implements Linux syscall kill(2).
+func Kill(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	pid, sig := a.Int(0), int(a.Int(1))
+	if sig != 0 && !kernel.ValidSignal(sig) {
+		return 0, unix.EINVAL
+	}
+	info := senderInfo(t, sig, kernel.SIUser)
+	var targets []*kernel.ThreadGroup
+	switch {
+	case pid > 0:
+		tg := t.Kernel().ThreadGroupByPID(pid)
+		if tg == nil {
+			return 0, unix.ESRCH
+		}
+		targets = []*kernel.ThreadGroup{tg}
+	case pid == 0:
+		targets = t.Kernel().ProcessGroup(t.PGID())
+	case pid == -1:
+		for _, tg := range t.Kernel().ThreadGroups() {
+			if !tg.IsInit() && tg != t.ThreadGroup() {
+				targets = append(targets, tg)
+			}
+		}
+	default:
+		targets = t.Kernel().ProcessGroup(-pid)
+	}
+	if len(targets) == 0 {
+		return 0, unix.ESRCH
+	}
+	sent := 0
+	for _, tg := range targets {
+		if !t.CanSignal(tg) {
+			continue
+		}
+		sent++
+		if sig != 0 && !protectedInit(tg, sig) {
+			tg.SendSignal(info)
+		}
+	}
+	if sent == 0 {
+		return 0, unix.EPERM
+	}
+	return 0, nil
+}
+
+// protectedInit: a process in the sandbox cannot kill or stop init, which
+// only takes signals it has handlers for (Linux's SIGNAL_UNKILLABLE).
+func protectedInit(tg *kernel.ThreadGroup, sig int) bool {
+	return tg.IsInit() && (sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP))
+}
+
+// senderInfo is the siginfo of a signal sent by t.
+func senderInfo(t *kernel.Task, sig int, code int32) kernel.SigInfo {
+	info := kernel.SigInfo{Signo: int32(sig), Code: code}
+	c := t.Creds()
+	c.Lock()
+	uid := c.UID
+	c.Unlock()
+	info.SetSender(t.PID(), uid)
+	return info
+}
+
+// Tkill implements Linux syscall tkill(2).
+func Tkill(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return 0, threadKill(t, 0, a.Int(0), int(a.Int(1)))
+}
+
+// Tgkill implements Linux syscall tgkill(2).
+func Tgkill(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if a.Int(0) <= 0 {
+		return 0, unix.EINVAL
+	}
+	return 0, threadKill(t, a.Int(0), a.Int(1), int(a.Int(2)))
+}
+
+func threadKill(t *kernel.Task, tgid, tid int32, sig int) error {
+	if tid <= 0 || (sig != 0 && !kernel.ValidSignal(sig)) {
+		return unix.EINVAL
+	}
+	target := t.Kernel().TaskByTID(tid)
+	if target == nil || (tgid != 0 && target.PID() != tgid) {
+		return unix.ESRCH
+	}
+	if !t.CanSignal(target.ThreadGroup()) {
+		return unix.EPERM
+	}
+	if sig != 0 && !protectedInit(target.ThreadGroup(), sig) {
+		target.SendSignal(senderInfo(t, sig, kernel.SITkill))
+	}
+	return nil
+}
+
+// RtSigqueueinfo implements Linux syscall rt_sigqueueinfo(2).
+func RtSigqueueinfo(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return 0, sigqueue(t, a.Int(0), 0, int(a.Int(1)), a.Ptr(2))
+}
+
+// RtTgsigqueueinfo implements Linux syscall rt_tgsigqueueinfo(2).
+func RtTgsigqueueinfo(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return 0, sigqueue(t, a.Int(0), a.Int(1), int(a.Int(2)), a.Ptr(3))
+}
+
+func sigqueue(t *kernel.Task, tgid, tid int32, sig int, infoAddr uintptr) error {
+	if !kernel.ValidSignal(sig) {
+		return unix.EINVAL
+	}
+	var info kernel.SigInfo
+	if err := copyInStruct(t, infoAddr, &info); err != nil {
+		return err
+	}
+	// Only the kernel may claim a kernel origin; a process may do so only
+	// to itself, as Linux allows.
+	if (info.Code >= 0 || info.Code == kernel.SITkill) && tgid != t.PID() {
+		return unix.EPERM
+	}
+	tg := t.Kernel().ThreadGroupByPID(tgid)
+	if tg == nil {
+		return unix.ESRCH
+	}
+	info.Signo = int32(sig)
+	if !t.CanSignal(tg) {
+		return unix.EPERM
+	}
+	if tid != 0 {
+		target := t.Kernel().TaskByTID(tid)
+		if target == nil || target.ThreadGroup() != tg {
+			return unix.ESRCH
+		}
+		target.SendSignal(info)
+		return nil
+	}
+	tg.SendSignal(info)
+	return nil
 }

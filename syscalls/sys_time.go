@@ -60,8 +60,24 @@ func Nanosleep(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	t.Sleep(time.Duration(ts.Nano()))
-	return 0, nil
+	return 0, sleepFor(t, time.Duration(ts.Nano()), a.Ptr(1))
+}
+
+// sleepFor sleeps; interrupted by a signal, it writes the time left to rem
+// (if given) and fails with EINTR once a handler runs (a restart without a
+// handler sleeps the whole time again).
+func sleepFor(t *kernel.Task, d time.Duration, rem uintptr) error {
+	end := time.Now().Add(d)
+	if err := t.Sleep(d); err != nil {
+		if rem != 0 {
+			left := unix.NsecToTimespec(int64(max(time.Until(end), 0)))
+			if err := copyOutStruct(t, rem, &left); err != nil {
+				return err
+			}
+		}
+		return kernel.ERESTARTNOHAND
+	}
+	return nil
 }
 
 // ClockNanosleep implements Linux syscall clock_nanosleep(2).
@@ -69,9 +85,10 @@ func ClockNanosleep(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	clock, flags := a.Int(0), a.Int(1)
 	switch clock {
 	case unix.CLOCK_REALTIME, unix.CLOCK_MONOTONIC, unix.CLOCK_BOOTTIME, unix.CLOCK_TAI:
-	case unix.CLOCK_THREAD_CPUTIME_ID:
-		return 0, unix.EINVAL
 	case unix.CLOCK_PROCESS_CPUTIME_ID:
+		// Guest CPU time is not measured: it advances as wall time does.
+		clock = unix.CLOCK_MONOTONIC
+	case unix.CLOCK_THREAD_CPUTIME_ID:
 		return 0, unix.EOPNOTSUPP
 	default:
 		return 0, unix.EINVAL
@@ -80,13 +97,66 @@ func ClockNanosleep(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	d := time.Duration(ts.Nano())
 	if flags&unix.TIMER_ABSTIME != 0 {
-		now, _ := t.Kernel().ClockGettime(clock, t)
-		d -= time.Duration(now.Nano())
+		if err := t.Sleep(time.Until(absoluteDeadline(t, clock == unix.CLOCK_REALTIME, ts))); err != nil {
+			return 0, kernel.ERESTARTNOHAND
+		}
+		return 0, nil
 	}
-	t.Sleep(d)
+	return 0, sleepFor(t, time.Duration(ts.Nano()), a.Ptr(3))
+}
+
+// itimerval is struct itimerval.
+type itimerval struct{ Interval, Value unix.Timeval }
+
+// Setitimer implements Linux syscall setitimer(2).
+func Setitimer(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	which := int(a.Int(0))
+	if which < 0 || which > 2 {
+		return 0, unix.EINVAL
+	}
+	var nu itimerval
+	if a[1] != 0 {
+		if err := copyInStruct(t, a.Ptr(1), &nu); err != nil {
+			return 0, err
+		}
+		if !validTimeval(nu.Value) || !validTimeval(nu.Interval) {
+			return 0, unix.EINVAL
+		}
+	}
+	value, interval := t.ThreadGroup().SetITimer(which, timevalDuration(nu.Value), timevalDuration(nu.Interval))
+	if a[2] != 0 {
+		old := itimerval{Interval: unix.NsecToTimeval(int64(interval)), Value: unix.NsecToTimeval(int64(value))}
+		return 0, copyOutStruct(t, a.Ptr(2), &old)
+	}
 	return 0, nil
+}
+
+// Getitimer implements Linux syscall getitimer(2).
+func Getitimer(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	which := int(a.Int(0))
+	if which < 0 || which > 2 {
+		return 0, unix.EINVAL
+	}
+	value, interval := t.ThreadGroup().ITimer(which)
+	cur := itimerval{Interval: unix.NsecToTimeval(int64(interval)), Value: unix.NsecToTimeval(int64(value))}
+	return 0, copyOutStruct(t, a.Ptr(1), &cur)
+}
+
+// Alarm implements Linux syscall alarm(2).
+func Alarm(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	old, _ := t.ThreadGroup().SetITimer(0, time.Duration(a.Uint(0))*time.Second, 0)
+	secs := (old + time.Second/2) / time.Second
+	if old > 0 && secs == 0 {
+		secs = 1 // a pending alarm never reads zero
+	}
+	return uintptr(secs), nil
+}
+
+func validTimeval(tv unix.Timeval) bool { return tv.Sec >= 0 && tv.Usec >= 0 && tv.Usec < 1e6 }
+
+func timevalDuration(tv unix.Timeval) time.Duration {
+	return time.Duration(tv.Sec)*time.Second + time.Duration(tv.Usec)*time.Microsecond
 }
 
 // Times implements Linux syscall times(2).
@@ -94,7 +164,8 @@ func Times(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	const ticksPerSec = 100
 	if a[0] != 0 {
 		ts, _ := t.Kernel().ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, t)
-		tms := [4]int64{ts.Nano() / (1e9 / ticksPerSec)} // user, system, children's user and system
+		// user, system, and the reaped children's user and system
+		tms := [4]int64{ts.Nano() / (1e9 / ticksPerSec), 0, t.ThreadGroup().ChildUsage().CPU / (1e9 / ticksPerSec)}
 		if err := copyOutStruct(t, a.Ptr(0), &tms); err != nil {
 			return 0, err
 		}

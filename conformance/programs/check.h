@@ -24,12 +24,16 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /*
@@ -45,6 +49,19 @@
 #define LINK_PATH DATA_DIR "/link"     /* symlink to "hello.txt" */
 #define LINK_TARGET "hello.txt"
 #define LIST_DIR DATA_DIR "/dir" /* holds exactly: a, b (files), sub (dir) */
+/*
+ * SCRIPT_PATH is an executable (0755) "#!" script whose interpreter is the
+ * proc_exec program, named by a path relative to the working directory (the
+ * kernel resolves it like any other path, so the script works natively and
+ * in the container alike), with one optional argument that has blanks in it.
+ * GARBAGE_PATH is executable too, but neither an ELF file nor a script.
+ */
+#define SCRIPT_PATH DATA_DIR "/script"
+#define SCRIPT_INTERP "conformance/bin/proc_exec"
+#define SCRIPT_ARG "--script-mode one arg"
+#define SCRIPT_TEXT "#!" SCRIPT_INTERP " " SCRIPT_ARG "\n"
+#define GARBAGE_PATH DATA_DIR "/garbage"
+#define GARBAGE_TEXT "this is neither an ELF file nor a script\n"
 
 /* blob_byte is the content of blob.bin at offset i: no period divides 4096,
  * so a page read from the wrong offset cannot match by accident. */
@@ -166,6 +183,131 @@ static inline const char *proc_status(const char *name)
 	}
 	snprintf(value, sizeof(value), "(no %s in /proc/self/status)", name);
 	return value;
+}
+
+/*
+ * Processes. A program that forks asserts in the child as in the parent: the
+ * child's failed checks print their own lines, and check_child_exit turns
+ * them into its exit status, which the parent asserts with CHECK_CHILD.
+ */
+
+/* CHECK_CHILD_TIMEOUT is how many seconds a child of check_fork may live:
+ * an alarm then kills it, so that a child stuck on a bug ends as "killed by
+ * SIGALRM" instead of hanging the program until the runner's timeout. */
+#define CHECK_CHILD_TIMEOUT 5
+
+/*
+ * check_fork forks through the C library (the clone system call), with the
+ * stdio buffers flushed first so that nothing is written twice. The child
+ * starts with no failures of its own and an alarm of CHECK_CHILD_TIMEOUT
+ * seconds (a child that handles or blocks SIGALRM loses that guard). It
+ * returns what fork returns; a failed fork is reported.
+ */
+static inline pid_t check_fork(void)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		check_failures = 0;
+		alarm(CHECK_CHILD_TIMEOUT);
+	} else if (pid < 0) {
+		fprintf(stderr, "check.h: fork: %s\n", check_errname(errno));
+		check_failures++;
+	}
+	return pid;
+}
+
+/* check_child_exit ends a child: status 0 if its checks passed, 1 if not.
+ * It calls _exit, so the parent's atexit handlers and stdio buffers are
+ * left alone. */
+static inline __attribute__((noreturn)) void check_child_exit(void)
+{
+	_exit(check_failures ? 1 : 0);
+}
+
+/* check_status_str describes a wait status the way CHECK_CHILD compares it:
+ * "exited N", "killed by SIGNAME", "killed by SIGNAME (core dumped)",
+ * "stopped by SIGNAME", "continued". The result lives in a static buffer
+ * until the next call. */
+static inline const char *check_status_str(int status)
+{
+	static char buf[64];
+	char sig[24];
+	const char *name;
+	int n;
+
+	if (WIFEXITED(status)) {
+		snprintf(buf, sizeof(buf), "exited %d", WEXITSTATUS(status));
+		return buf;
+	}
+	if (WIFCONTINUED(status))
+		return "continued";
+	n = WIFSIGNALED(status) ? WTERMSIG(status) : WSTOPSIG(status);
+	name = sigabbrev_np(n);
+	if (name)
+		snprintf(sig, sizeof(sig), "SIG%s", name);
+	else
+		snprintf(sig, sizeof(sig), "signal %d", n);
+	snprintf(buf, sizeof(buf), "%s by %s%s",
+		 WIFSIGNALED(status) ? "killed" : "stopped", sig,
+		 WIFSIGNALED(status) && WCOREDUMP(status) ? " (core dumped)" : "");
+	return buf;
+}
+
+/* check_wait_str waits for the child pid with wait4 (again after EINTR)
+ * and describes how it ended, or why it could not be waited for. */
+static inline const char *check_wait_str(pid_t pid)
+{
+	static char buf[64];
+	int status = 0;
+	long r;
+
+	do
+		r = syscall(SYS_wait4, pid, &status, 0, NULL);
+	while (r == -1 && errno == EINTR);
+	if (r == pid)
+		return check_status_str(status);
+	snprintf(buf, sizeof(buf), "(wait4 returned %ld: %s)", r,
+		 r == -1 ? check_errname(errno) : "another pid");
+	return buf;
+}
+
+/* CHECK_CHILD waits for a child and asserts how it ended, as
+ * check_status_str words it: CHECK_CHILD(pid, "exited 0"). */
+#define CHECK_CHILD(pid, want) CHECK_STR(check_wait_str(pid), want)
+
+/* check_now_ns is CLOCK_MONOTONIC in nanoseconds. */
+static inline long long check_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* check_sleep_ms sleeps ms milliseconds, whatever signals arrive. */
+static inline void check_sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, ms % 1000 * 1000000 };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/* check_has_cap reports whether the calling thread has capability cap in
+ * its effective set: as root natively it usually does; in a container it
+ * has only what the config grants (the conformance config grants none). */
+static inline int check_has_cap(int cap)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return 0;
+	return (data[cap / 32].effective >> (cap % 32)) & 1;
 }
 
 /* CHECK asserts that a condition holds. */

@@ -205,9 +205,10 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 	return ev, nil
 }
 
-// The kernel's fpstate: an FXSAVE area whose bytes 464..511 describe the
-// extended state that follows (magic1, the frame's total extended size,
-// the features saved, the XSAVE size).
+// The kernel's fpstate: an FXSAVE area whose bytes 464..511 (struct
+// _fpx_sw_bytes) describe the extended state that follows: magic1 (u32),
+// the frame's extended size (u32), the features saved (u64), the XSAVE
+// size (u32).
 const (
 	fxsaveSize   = 512
 	swBytesOff   = 464
@@ -231,7 +232,7 @@ func (c *threadContext) FPState() []byte {
 	size := uint64(fxsaveSize)
 	sw := unsafe.Add(fp, swBytesOff)
 	if *(*uint32)(sw) == fpXstateMag1 {
-		if xsize := uint64(*(*uint32)(unsafe.Add(sw, 12))); xsize > size {
+		if xsize := uint64(*(*uint32)(unsafe.Add(sw, 16))); xsize > size { // xstate_size
 			size = xsize
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/moat-sandbox/moat/sentry/fs/devfs"
 	"github.com/moat-sandbox/moat/sentry/fs/goferfs"
 	"github.com/moat-sandbox/moat/sentry/fs/procfs"
+	"github.com/moat-sandbox/moat/sentry/fs/tmpfs"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/memfile"
 	"github.com/moat-sandbox/moat/sentry/vfs"
@@ -105,9 +106,9 @@ func readAuxv() (hostCPU, error) {
 	return h, nil
 }
 
-// buildTree mounts the gofer's rootfs at /, devfs at /dev and procfs where
-// the config mounts proc. Other OCI mounts are not supported yet and are
-// logged.
+// buildTree mounts the gofer's rootfs at /, devfs at /dev, a tmpfs where
+// the config mounts one and procfs where it mounts proc. Other OCI mounts
+// are not supported yet and are logged.
 func buildTree(spec *specsSpec, c *gofer.Client, mf *memfile.File, log func(string, ...any)) (vfs.Path, []procMount, error) {
 	var cacheIn *memfile.File
 	if spec.Root.Readonly {
@@ -132,11 +133,59 @@ func buildTree(spec *specsSpec, c *gofer.Client, mf *memfile.File, log func(stri
 		case m.Destination == "/dev":
 		case m.Type == "proc":
 			procs = append(procs, procMount{m.Destination})
+		case m.Type == "tmpfs":
+			if err := mountTmpfs(root, m.Destination, m.Options, log); err != nil {
+				return vfs.Path{}, nil, err
+			}
 		default:
 			log("mount of %s at %s is not supported yet: skipped", m.Type, m.Destination)
 		}
 	}
 	return root, procs, nil
+}
+
+// mountTmpfs mounts a new tmpfs at dest with the OCI mount's options.
+func mountTmpfs(root vfs.Path, dest string, options []string, log func(string, ...any)) error {
+	flags, data := mountFlags(options)
+	opts, unknown, err := tmpfs.ParseOptions(data)
+	if err != nil {
+		return &kernel.InitError{Msg: fmt.Sprintf("mounts: tmpfs at %s: %v", dest, err)}
+	}
+	if len(unknown) > 0 {
+		log("tmpfs at %s: options %q ignored", dest, unknown)
+	}
+	return mountAt(root, dest, tmpfs.New(opts), "tmpfs", flags)
+}
+
+// mountFlags splits mount(8) options into MS_* flags and the rest, the
+// file system's own data. Propagation and bind options mean nothing to a
+// tree no one else sees, and are dropped.
+func mountFlags(options []string) (int, []string) {
+	set := map[string]int{"ro": unix.MS_RDONLY, "nosuid": unix.MS_NOSUID, "nodev": unix.MS_NODEV,
+		"noexec": unix.MS_NOEXEC, "sync": unix.MS_SYNCHRONOUS, "dirsync": unix.MS_DIRSYNC,
+		"noatime": unix.MS_NOATIME, "nodiratime": unix.MS_NODIRATIME, "relatime": unix.MS_RELATIME,
+		"strictatime": unix.MS_STRICTATIME, "mand": unix.MS_MANDLOCK, "lazytime": unix.MS_LAZYTIME}
+	unset := map[string]int{"rw": unix.MS_RDONLY, "suid": unix.MS_NOSUID, "dev": unix.MS_NODEV,
+		"exec": unix.MS_NOEXEC, "async": unix.MS_SYNCHRONOUS, "atime": unix.MS_NOATIME,
+		"diratime": unix.MS_NODIRATIME, "norelatime": unix.MS_RELATIME, "nostrictatime": unix.MS_STRICTATIME,
+		"nomand": unix.MS_MANDLOCK, "nolazytime": unix.MS_LAZYTIME}
+	flags := 0
+	var data []string
+	for _, o := range options {
+		if f, ok := set[o]; ok {
+			flags |= f
+		} else if f, ok := unset[o]; ok {
+			flags &^= f
+		} else {
+			switch o {
+			case "defaults", "bind", "rbind", "private", "rprivate", "shared", "rshared", "slave", "rslave",
+				"unbindable", "runbindable", "tmpcopyup", "notmpcopyup":
+			default:
+				data = append(data, o)
+			}
+		}
+	}
+	return flags, data
 }
 
 // procMount is a /proc to mount once the kernel exists.

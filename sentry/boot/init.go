@@ -2,6 +2,7 @@ package boot
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,19 @@ func initSpec(p *specs.Process) (kernel.InitSpec, error) {
 	if p.User.Umask != nil {
 		s.Umask = *p.User.Umask & 0o777
 	}
+	s.NoNewPrivs = p.NoNewPrivileges
+	if c := p.Capabilities; c != nil {
+		var err error
+		for _, set := range []struct {
+			names []string
+			mask  *uint64
+		}{{c.Effective, &s.CapEffective}, {c.Permitted, &s.CapPermitted}, {c.Inheritable, &s.CapInheritable},
+			{c.Bounding, &s.CapBounding}} {
+			if *set.mask, err = capMask(set.names); err != nil {
+				return s, err
+			}
+		}
+	}
 	for _, r := range p.Rlimits {
 		n, ok := rlimitNames[strings.ToUpper(r.Type)]
 		if !ok {
@@ -68,4 +82,25 @@ func stdioFiles() ([3]*vfs.File, error) {
 		files[fd] = vfs.NewFile(impl, vfs.Path{}, flags&(unix.O_ACCMODE|unix.O_APPEND|unix.O_NONBLOCK))
 	}
 	return files, nil
+}
+
+// capNames are the capabilities by number, as OCI configs name them.
+var capNames = []string{"CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
+	"SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW", "IPC_LOCK",
+	"IPC_OWNER", "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT", "SYS_ADMIN", "SYS_BOOT",
+	"SYS_NICE", "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL",
+	"SETFCAP", "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON",
+	"BPF", "CHECKPOINT_RESTORE"}
+
+// capMask turns capability names ("CAP_KILL") into a bit mask.
+func capMask(names []string) (uint64, error) {
+	var m uint64
+	for _, n := range names {
+		i := slices.Index(capNames, strings.TrimPrefix(strings.ToUpper(n), "CAP_"))
+		if i < 0 {
+			return 0, &kernel.InitError{Msg: fmt.Sprintf("process.capabilities: unknown capability %q", n)}
+		}
+		m |= 1 << i
+	}
+	return m, nil
 }

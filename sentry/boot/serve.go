@@ -50,24 +50,22 @@ func (s *Sandbox) do(req control.Request) error {
 	return fmt.Errorf("unknown control operation %q", req.Op)
 }
 
-// signal delivers a signal from outside the sandbox. As on Linux for a pid
-// namespace's init signalled from its parent namespace, SIGKILL always
-// kills; another signal reaches init only if it has a handler for it, and
-// handlers do not run yet, so such a signal is reported as not delivered.
+// signal delivers a signal from outside the sandbox, as Linux does for a
+// pid namespace's init signalled from its parent namespace: SIGKILL always
+// ends it (and so the sandbox); another signal reaches init only if it has
+// a handler for it. With all, every process gets it.
 func (s *Sandbox) signal(sig int, all bool) error {
-	if sig < 0 || sig > 64 {
-		return fmt.Errorf("invalid signal %d", sig)
-	}
 	switch {
+	case sig < 0 || sig > 64:
+		return fmt.Errorf("invalid signal %d", sig)
 	case sig == 0:
 		return nil
 	case sig == int(unix.SIGKILL):
 		s.Kernel.Kill(sig)
-		return nil
-	}
-	if s.Kernel.InitHandles(sig) {
-		s.log("signal %d: init has a handler, but signal delivery is not supported yet", sig)
-		return fmt.Errorf("signal %d not delivered: signal handlers are not supported yet", sig)
+	case all:
+		s.Kernel.SignalAll(sig)
+	default:
+		s.Kernel.SignalInit(sig)
 	}
 	return nil
 }

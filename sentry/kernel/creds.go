@@ -10,6 +10,8 @@ type Credentials struct {
 	Groups                     []uint32
 	CapEffective, CapPermitted uint64
 	CapInheritable             uint64
+	CapBounding                uint64
+	keepCaps                   bool // PR_SET_KEEPCAPS
 }
 
 // NewCredentials returns credentials for uid and gid, with the capabilities
@@ -20,12 +22,25 @@ func NewCredentials(uid, gid uint32, groups []uint32) *Credentials {
 	if uid == 0 {
 		c.CapEffective, c.CapPermitted = allCaps, allCaps
 	}
+	c.CapBounding = allCaps
 	return c
 }
 
-// allCaps is every capability Linux 6.x defines (CAP_LAST_CAP is 40).
-const allCaps = 1<<41 - 1
+// AllCaps is every capability Linux 6.x defines (CAP_LAST_CAP is 40).
+const AllCaps = 1<<41 - 1
+
+const allCaps = AllCaps
 
 // Lock and Unlock guard reads and writes of the fields.
 func (c *Credentials) Lock()   { c.mu.Lock() }
 func (c *Credentials) Unlock() { c.mu.Unlock() }
+
+// Fork returns a copy for a new task.
+func (c *Credentials) Fork() *Credentials {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return &Credentials{UID: c.UID, EUID: c.EUID, SUID: c.SUID, FSUID: c.FSUID, GID: c.GID, EGID: c.EGID,
+		SGID: c.SGID, FSGID: c.FSGID, Groups: append([]uint32(nil), c.Groups...), CapEffective: c.CapEffective,
+		CapPermitted: c.CapPermitted, CapInheritable: c.CapInheritable, CapBounding: c.CapBounding,
+		keepCaps: c.keepCaps}
+}

@@ -36,6 +36,26 @@ type execFile struct {
 	r    io.ReaderAt
 }
 
+// ExecTarget is the program execve runs: a name to resolve, or a file
+// already resolved (execveat with AT_EMPTY_PATH).
+type ExecTarget struct {
+	Res  vfs.Resolver
+	Name string
+	Path *vfs.Path
+	// Cwd resolves a script's interpreter, which Linux looks up from the
+	// working directory whatever named the script.
+	Cwd vfs.Resolver
+	// Filename is what the program is told it is (AT_EXECFN, and a
+	// script's argument to its interpreter): the name, or /dev/fd/N for a
+	// program named through a file descriptor.
+	Filename string
+	// NoFollow refuses a symlink as the program (AT_SYMLINK_NOFOLLOW).
+	NoFollow bool
+	// PathInaccessible: the program was named through a close-on-exec fd,
+	// so its /dev/fd name will be gone: a script cannot run.
+	PathInaccessible bool
+}
+
 // openExec resolves name for execution and opens it: it must be a regular
 // file with an execute bit.
 func (k *Kernel) openExec(res vfs.Resolver, name string) (execFile, error) {
@@ -43,6 +63,11 @@ func (k *Kernel) openExec(res vfs.Resolver, name string) (execFile, error) {
 	if err != nil {
 		return execFile{}, err
 	}
+	return k.openExecPath(p)
+}
+
+// openExecPath opens a resolved program.
+func (k *Kernel) openExecPath(p vfs.Path) (execFile, error) {
 	st, err := p.Dentry.Inode().Stat()
 	if err != nil {
 		return execFile{}, err
@@ -68,11 +93,37 @@ func (f execFile) close() {
 	}
 }
 
-// loadProgram builds a new address space running the program at name, as
-// execve does: interpreter scripts are followed, ELF images loaded.
-func (k *Kernel) loadProgram(res vfs.Resolver, creds *Credentials, name string, argv, envv []string) (*image, error) {
+// loadProgram builds a new address space running the program target
+// names, as execve does: interpreter scripts are followed, ELF images
+// loaded.
+func (k *Kernel) loadProgram(target ExecTarget, creds *Credentials, argv, envv []string) (*image, error) {
+	res, name, filename := target.Res, target.Name, target.Filename
+	if filename == "" {
+		filename = name
+	}
+	if len(argv) == 0 {
+		argv = []string{""} // Linux gives a program run with no arguments one empty one
+	}
 	for depth := 0; ; depth++ {
-		f, err := k.openExec(res, name)
+		var (
+			f   execFile
+			err error
+		)
+		switch {
+		case depth == 0 && target.Path != nil:
+			f, err = k.openExecPath(*target.Path)
+		case depth == 0 && target.NoFollow:
+			var p vfs.Path
+			if p, err = res.Lookup(name, false); err == nil {
+				if st, _ := p.Dentry.Inode().Stat(); st.Type() == unix.S_IFLNK {
+					err = unix.ELOOP
+				} else {
+					f, err = k.openExecPath(p)
+				}
+			}
+		default:
+			f, err = k.openExec(res, name)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -87,6 +138,9 @@ func (k *Kernel) loadProgram(res vfs.Resolver, creds *Credentials, name string, 
 			if depth == maxScriptDepth {
 				return nil, unix.ELOOP
 			}
+			if depth == 0 && target.PathInaccessible {
+				return nil, unix.ENOENT
+			}
 			interp, arg, err := parseShebang(head[2:n])
 			if err != nil {
 				return nil, err
@@ -97,14 +151,11 @@ func (k *Kernel) loadProgram(res vfs.Resolver, creds *Credentials, name string, 
 			if arg != "" {
 				nargv = append(nargv, arg)
 			}
-			if len(argv) > 0 {
-				argv = argv[1:]
-			}
-			argv = append(append(nargv, name), argv...)
-			name = interp
+			argv = append(append(nargv, filename), argv[1:]...)
+			name, filename, res = interp, interp, target.Cwd
 			continue
 		}
-		img, err := k.loadELF(res, creds, f, name, argv, envv)
+		img, err := k.loadELF(res, creds, f, filename, argv, envv)
 		f.close()
 		return img, err
 	}

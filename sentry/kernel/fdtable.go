@@ -2,14 +2,17 @@ package kernel
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
-// FDTable maps a process's file descriptors to open files.
+// FDTable maps a process's file descriptors to open files. Tasks created
+// with CLONE_FILES share one table.
 type FDTable struct {
+	refs  atomic.Int64
 	mu    sync.Mutex
 	files []fdEntry // index is the fd
 }
@@ -19,8 +22,54 @@ type fdEntry struct {
 	cloexec bool
 }
 
-// NewFDTable returns an empty table.
-func NewFDTable() *FDTable { return &FDTable{} }
+// NewFDTable returns an empty table with one user.
+func NewFDTable() *FDTable {
+	t := &FDTable{}
+	t.refs.Store(1)
+	return t
+}
+
+// IncRef adds a user; DecRef drops one, closing every file with the last.
+func (t *FDTable) IncRef() { t.refs.Add(1) }
+func (t *FDTable) DecRef() {
+	if t.refs.Add(-1) == 0 {
+		t.CloseRange(0, ^uint32(0), false)
+	}
+}
+
+// shared reports whether another task uses the table.
+func (t *FDTable) shared() bool { return t.refs.Load() > 1 }
+
+// Fork returns a copy of the table (fork without CLONE_FILES): the same
+// open files, each with one more reference.
+func (t *FDTable) Fork() *FDTable {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := NewFDTable()
+	c.files = append([]fdEntry(nil), t.files...)
+	for _, e := range c.files {
+		if e.file != nil {
+			e.file.IncRef()
+		}
+	}
+	return c
+}
+
+// closeOnExec closes the files marked close-on-exec.
+func (t *FDTable) closeOnExec() {
+	var closed []*vfs.File
+	t.mu.Lock()
+	for fd := range t.files {
+		if e := &t.files[fd]; e.file != nil && e.cloexec {
+			closed = append(closed, e.file)
+			*e = fdEntry{}
+		}
+	}
+	t.mu.Unlock()
+	for _, f := range closed {
+		f.DecRef()
+	}
+}
 
 // Get returns the file at fd with a reference the caller must drop.
 func (t *FDTable) Get(fd int32) (*vfs.File, error) {
@@ -130,9 +179,4 @@ func (t *FDTable) SetCloseOnExec(fd int32, on bool) error {
 	}
 	t.files[fd].cloexec = on
 	return nil
-}
-
-// CloseAll drops every file (at process exit).
-func (t *FDTable) CloseAll() {
-	t.CloseRange(0, ^uint32(0), false)
 }

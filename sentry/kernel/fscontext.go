@@ -41,3 +41,10 @@ func (f *FSContext) SwapUmask(m uint32) uint32 {
 	f.umask = m & 0o777
 	return old
 }
+
+// Fork returns a copy (fork without CLONE_FS).
+func (f *FSContext) Fork() *FSContext {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &FSContext{root: f.root, cwd: f.cwd, umask: f.umask}
+}

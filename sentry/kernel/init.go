@@ -3,7 +3,6 @@ package kernel
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -23,6 +22,10 @@ type InitSpec struct {
 	Limits map[int]Limit
 	// Stdio are the files for fds 0, 1 and 2.
 	Stdio [3]*vfs.File
+	// Capability sets (bit masks) the process starts with, and whether it
+	// may gain privileges (no_new_privs).
+	CapEffective, CapPermitted, CapInheritable, CapBounding uint64
+	NoNewPrivs                                              bool
 }
 
 // InitError is a problem with the init process's configuration, worded for
@@ -46,18 +49,21 @@ func (k *Kernel) CreateInit(s InitSpec) error {
 	}
 	fs := NewFSContext(root, cwd, s.Umask)
 	creds := NewCredentials(s.UID, s.GID, s.Groups)
+	creds.CapEffective, creds.CapPermitted, creds.CapInheritable = s.CapEffective, s.CapPermitted, s.CapInheritable
+	creds.CapBounding = s.CapBounding
 	res := vfs.Resolver{Root: root, Start: cwd}
 
 	name, err := k.findExecutable(res, s.Argv[0], s.Env)
 	if err != nil {
 		return err
 	}
-	img, err := k.loadProgram(res, creds, name, s.Argv, s.Env)
+	img, err := k.loadProgram(ExecTarget{Res: res, Name: name, Cwd: res}, creds, s.Argv, s.Env)
 	if err != nil {
 		return &InitError{fmt.Sprintf("exec %q: %v", s.Argv[0], err)}
 	}
 
-	tg := &ThreadGroup{pid: 1, pgid: 1, sid: 1}
+	tg := newThreadGroup(k, 1, &SigHand{})
+	tg.pgid, tg.sid = 1, 1
 	limits := DefaultLimits()
 	for r, l := range s.Limits {
 		if r >= 0 && r < NumLimits {
@@ -65,20 +71,24 @@ func (k *Kernel) CreateInit(s InitSpec) error {
 		}
 	}
 	tg.limits.setAll(limits)
-	t := &Task{k: k, tid: 1, tg: tg, regs: img.regs, ctx: img.ctx, mm: img.mm, exe: img.exe, fds: NewFDTable(),
-		fs: fs, creds: creds, comm: img.comm, started: time.Now(),
-		prctl: Prctl{Dumpable: 1, TimerSlack: 50000}, altStack: AltStack{Flags: ssDisable}}
+	t := newTask(k, tg)
+	t.tid, t.regs, t.ctx, t.mm, t.exe, t.comm = 1, img.regs, img.ctx, img.mm, img.exe, img.comm
+	t.fds, t.fs, t.creds = NewFDTable(), fs, creds
+	t.prctl.NoNewPrivs = s.NoNewPrivs
+	t.mm.SetLimitAS(tg.limitAS)
+	t.mm.SetLimitStack(tg.limitStack)
 	for fd, f := range s.Stdio {
 		if f != nil {
 			t.fds.InstallAt(int32(fd), f, false, limits[unix.RLIMIT_NOFILE].Cur)
 		}
 	}
 	tg.tasks = []*Task{t}
-	k.mu.Lock()
+	k.treeMu.Lock()
 	k.tasks[1] = t
+	k.tgs[1] = tg
 	k.nextTID = 2
 	k.init = tg
-	k.mu.Unlock()
+	k.treeMu.Unlock()
 	return nil
 }
 

@@ -11,24 +11,22 @@ import (
 
 // ThreadGroups returns the living processes, by pid.
 func (k *Kernel) ThreadGroups() []*ThreadGroup {
-	k.mu.Lock()
-	seen := make(map[*ThreadGroup]bool)
+	k.treeMu.Lock()
 	var out []*ThreadGroup
-	for _, t := range k.tasks {
-		if !seen[t.tg] {
-			seen[t.tg] = true
-			out = append(out, t.tg)
+	for _, tg := range k.tgs {
+		if !tg.zombie {
+			out = append(out, tg)
 		}
 	}
-	k.mu.Unlock()
+	k.treeMu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].pid < out[j].pid })
 	return out
 }
 
 // TaskByTID returns the living task tid, or nil.
 func (k *Kernel) TaskByTID(tid int32) *Task {
-	k.mu.Lock()
-	defer k.mu.Unlock()
+	k.treeMu.Lock()
+	defer k.treeMu.Unlock()
 	return k.tasks[tid]
 }
 

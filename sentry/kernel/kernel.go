@@ -56,10 +56,15 @@ type Kernel struct {
 	bootMono int64 // host CLOCK_MONOTONIC at boot, in ns: the guest's zero
 	bootTime time.Time
 
-	mu      sync.Mutex
+	// treeMu guards the process tree: which tasks and processes exist
+	// (tasks, tgs, nextTID) and every ThreadGroup's tree fields.
+	treeMu  sync.Mutex
 	nextTID int32
-	tasks   map[int32]*Task
+	tasks   map[int32]*Task        // living tasks by tid
+	tgs     map[int32]*ThreadGroup // processes by pid, zombies included
 	init    *ThreadGroup
+
+	futexes futexTable
 
 	done       chan struct{} // closed when the sandbox ends
 	doneOnce   sync.Once
@@ -88,19 +93,24 @@ func New(c Config) *Kernel {
 		c.Log = func(string, ...any) {}
 	}
 	return &Kernel{Config: c, bootMono: hostMonotonic(), bootTime: time.Now(), nextTID: 1,
-		tasks: make(map[int32]*Task), done: make(chan struct{})}
+		tasks: make(map[int32]*Task), tgs: make(map[int32]*ThreadGroup), done: make(chan struct{})}
 }
 
-// allocTID returns a free thread id, or 0 if none is left.
-func (k *Kernel) allocTID() int32 {
-	const maxTID = 1 << 22 // Linux's pid_max limit on 64-bit
+// maxTID is Linux's pid_max limit on 64-bit.
+const maxTID = 1 << 22
+
+// allocTIDLocked returns a free thread id (not a living task's, nor a
+// process's, zombies included), or 0 if none is left.
+func (k *Kernel) allocTIDLocked() int32 {
 	for i := 0; i < maxTID; i++ {
 		tid := k.nextTID
 		k.nextTID++
 		if k.nextTID >= maxTID {
 			k.nextTID = 2 // pid 1 is init's alone
 		}
-		if _, used := k.tasks[tid]; !used {
+		_, task := k.tasks[tid]
+		_, proc := k.tgs[tid]
+		if !task && !proc {
 			return tid
 		}
 	}
@@ -109,15 +119,13 @@ func (k *Kernel) allocTID() int32 {
 
 // Start runs the init task created by CreateInit.
 func (k *Kernel) Start() error {
-	k.mu.Lock()
+	k.treeMu.Lock()
 	tg := k.init
-	k.mu.Unlock()
+	k.treeMu.Unlock()
 	if tg == nil {
 		return fmt.Errorf("kernel: no init process")
 	}
-	for _, t := range tg.tasks {
-		go t.run()
-	}
+	go tg.tasks[0].run()
 	return nil
 }
 
@@ -141,7 +149,7 @@ func (k *Kernel) Uptime() time.Duration { return time.Duration(hostMonotonic() -
 
 // NumTasks is how many guest threads exist.
 func (k *Kernel) NumTasks() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
+	k.treeMu.Lock()
+	defer k.treeMu.Unlock()
 	return len(k.tasks)
 }

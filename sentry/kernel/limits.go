@@ -70,3 +70,10 @@ func (l *Limits) setAll(v [NumLimits]Limit) {
 	l.l = v
 	l.mu.Unlock()
 }
+
+// all returns every limit.
+func (l *Limits) all() [NumLimits]Limit {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.l
+}

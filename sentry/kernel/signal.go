@@ -1,10 +1,14 @@
 package kernel
 
 import (
-	"strings"
+	"encoding/binary"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
+
+// sigRTMin is the first real-time signal: those from here on queue.
+const sigRTMin = 32
 
 // numSignals is the highest signal number (SIGRTMAX).
 const numSignals = 64
@@ -12,19 +16,56 @@ const numSignals = 64
 // unblockable are the signals no mask can hold back.
 const unblockable = 1<<(unix.SIGKILL-1) | 1<<(unix.SIGSTOP-1)
 
-// SigAction is one rt_sigaction entry, as the guest set it.
+// sigBit is the mask bit of sig.
+func sigBit(sig int) uint64 { return 1 << (sig - 1) }
+
+// SigAction is one rt_sigaction entry, in the guest's layout.
 type SigAction struct {
-	Handler  uint64 // SIG_DFL (0), SIG_IGN (1) or an address
+	Handler  uint64 // SigDfl, SigIgn or an address
 	Flags    uint64
 	Restorer uint64
 	Mask     uint64
 }
 
-// Special handler values.
+// Special handler values and sa_flags bits.
 const (
 	SigDfl = 0
 	SigIgn = 1
+
+	SANoCldStop = 0x1
+	SANoCldWait = 0x2
+	SASiginfo   = 0x4
+	SARestorer  = 0x04000000
+	SAOnStack   = 0x08000000
+	SARestart   = 0x10000000
+	SANoDefer   = 0x40000000
+	SAResetHand = 0x80000000
 )
+
+// SigHand is the table of signal actions that CLONE_SIGHAND shares.
+type SigHand struct {
+	mu      sync.Mutex
+	actions [numSignals + 1]SigAction
+}
+
+// copyHand returns a copy (for fork without CLONE_SIGHAND).
+func (h *SigHand) copyHand() *SigHand {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return &SigHand{actions: h.actions}
+}
+
+// resetForExec makes caught signals default, as execve does; ignored
+// signals stay ignored.
+func (h *SigHand) resetForExec() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range h.actions {
+		if h.actions[i].Handler != SigIgn {
+			h.actions[i] = SigAction{}
+		}
+	}
+}
 
 // defaultAction is what a signal does to a process with no handler.
 type defaultAction int
@@ -57,33 +98,135 @@ func ValidSignal(sig int) bool { return sig >= 1 && sig <= numSignals }
 
 // Action returns the process's action for sig.
 func (tg *ThreadGroup) Action(sig int) SigAction {
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
-	return tg.actions[sig]
+	h := tg.sighand
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.actions[sig]
 }
 
 // SetAction replaces the action for sig and returns the old one. SIGKILL
-// and SIGSTOP cannot be caught or ignored.
+// and SIGSTOP cannot be caught or ignored. Setting SIG_IGN (or SIG_DFL for
+// a signal whose default is to ignore) discards what is pending.
 func (tg *ThreadGroup) SetAction(sig int, act SigAction) (SigAction, error) {
 	if !ValidSignal(sig) {
 		return SigAction{}, unix.EINVAL
 	}
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
-	old := tg.actions[sig]
+	h := tg.sighand
+	h.mu.Lock()
+	old := h.actions[sig]
 	if sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP) {
+		h.mu.Unlock()
 		return old, unix.EINVAL
 	}
 	act.Mask &^= unblockable
-	tg.actions[sig] = act
+	h.actions[sig] = act
+	h.mu.Unlock()
+	if act.Handler == SigIgn || (act.Handler == SigDfl && defaultActionOf(sig) == actIgnore) {
+		tg.discardPending(sig)
+	}
 	return old, nil
 }
 
+// Signal codes (si_code).
+const (
+	SIUser     = 0
+	SIKernel   = 0x80
+	SIQueue    = -1
+	SITimer    = -2
+	SITkill    = -6
+	CLDExited  = 1
+	CLDKilled  = 2
+	CLDDumped  = 3
+	CLDStopped = 5
+	CLDCont    = 6
+)
+
+// SigInfo is a siginfo_t, in the guest's 128-byte layout.
+type SigInfo struct {
+	Signo int32
+	Errno int32
+	Code  int32
+	_     int32
+	// Fields is the union that follows; the setters below fill it as
+	// Linux does for each kind of signal.
+	Fields [112]byte
+}
+
+// SetSender records who sent a signal (kill, tkill, sigqueue).
+func (s *SigInfo) SetSender(pid int32, uid uint32) {
+	binary.LittleEndian.PutUint32(s.Fields[0:], uint32(pid))
+	binary.LittleEndian.PutUint32(s.Fields[4:], uid)
+}
+
+// SetValue records sigqueue's value, after the sender.
+func (s *SigInfo) SetValue(v uint64) { binary.LittleEndian.PutUint64(s.Fields[8:], v) }
+
+// SetAddr records a fault's address.
+func (s *SigInfo) SetAddr(addr uint64) { binary.LittleEndian.PutUint64(s.Fields[0:], addr) }
+
+// SetChild records a SIGCHLD's child and status.
+func (s *SigInfo) SetChild(pid int32, uid uint32, status int32) {
+	s.SetSender(pid, uid)
+	binary.LittleEndian.PutUint32(s.Fields[8:], uint32(status))
+}
+
+// Pid returns the sender's pid field.
+func (s *SigInfo) Pid() int32 { return int32(binary.LittleEndian.Uint32(s.Fields[0:])) }
+
 // SignalName returns "SIGTERM" for 15, and so on.
-func SignalName(sig int) string {
-	name := unix.SignalName(unix.Signal(sig))
-	if name == "" {
-		return "signal " + strings.TrimSpace(string(rune('0'+sig%10)))
+func SignalName(sig int) string { return unix.SignalName(unix.Signal(sig)) }
+
+// sigQueue holds pending signals: standard signals at most once, real-time
+// signals queued.
+type sigQueue struct {
+	mask  uint64
+	infos [numSignals + 1][]SigInfo
+}
+
+// enqueue adds info; a standard signal already pending is dropped.
+func (q *sigQueue) enqueue(info SigInfo) {
+	sig := int(info.Signo)
+	if sig < sigRTMin && q.mask&sigBit(sig) != 0 {
+		return
 	}
-	return name
+	q.mask |= sigBit(sig)
+	q.infos[sig] = append(q.infos[sig], info)
+}
+
+// syncSignals are delivered first when pending: the faults a thread caused.
+const syncSignals = 1<<(unix.SIGSEGV-1) | 1<<(unix.SIGBUS-1) | 1<<(unix.SIGILL-1) |
+	1<<(unix.SIGTRAP-1) | 1<<(unix.SIGFPE-1) | 1<<(unix.SIGSYS-1)
+
+// dequeue takes the signal to deliver next among those not blocked.
+func (q *sigQueue) dequeue(blocked uint64) (SigInfo, bool) {
+	ready := q.mask &^ blocked
+	if ready == 0 {
+		return SigInfo{}, false
+	}
+	if ready&syncSignals != 0 {
+		ready &= syncSignals
+	}
+	sig := 1
+	for ready&1 == 0 {
+		ready >>= 1
+		sig++
+	}
+	return q.take(sig), true
+}
+
+// take removes one instance of sig.
+func (q *sigQueue) take(sig int) SigInfo {
+	info := q.infos[sig][0]
+	q.infos[sig] = q.infos[sig][1:]
+	if len(q.infos[sig]) == 0 {
+		q.infos[sig] = nil
+		q.mask &^= sigBit(sig)
+	}
+	return info
+}
+
+// discard drops every pending instance of sig.
+func (q *sigQueue) discard(sig int) {
+	q.infos[sig] = nil
+	q.mask &^= sigBit(sig)
 }

@@ -1,9 +1,10 @@
 package kernel
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/platform"
 	"github.com/moat-sandbox/moat/sentry/arch"
@@ -26,31 +27,39 @@ type Task struct {
 	fs    *FSContext
 	creds *Credentials
 
-	sigMask       uint64 // blocked signals
+	// Signal state, guarded by tg.mu except where noted.
+	sigMask  uint64
+	pending  sigQueue
+	altStack AltStack // only the task touches it
+	// savedMask is restored when a handler returns, after a call that
+	// waited with a temporary mask (rt_sigsuspend, ppoll, pselect6).
+	savedMask     uint64
+	haveSavedMask bool
+	// restart is the restart code the last system call returned, which
+	// signal delivery turns into EINTR or a restart (only the task).
+	restart int
+
+	// check is set when the task must look at signals, a stop or its exit
+	// before it next runs guest code: the one flag the hot path tests.
+	check atomic.Bool
+	// interrupt wakes the task from a blocking call (capacity 1).
+	interrupt chan struct{}
+	exiting   atomic.Bool
+	exitCode  int // exit(2)'s code, the process's if this task is its last
+
 	clearChildTID uintptr
 	robustList    uintptr
 	comm          string // the name prctl(PR_GET_NAME) and /proc/<pid>/comm give
 	prctl         Prctl
-	altStack      AltStack
-
-	started time.Time
-	exiting atomic.Bool
+	started       time.Time
+	// vforkDone is closed when this task, a vfork child, execs or exits.
+	vforkDone chan struct{}
 }
 
-// ThreadGroup is a guest process: the tasks sharing a pid.
-type ThreadGroup struct {
-	pid    int32
-	parent *ThreadGroup // nil for init, whose parent is outside the sandbox
-	pgid   int32
-	sid    int32
-
-	mu        sync.Mutex
-	tasks     []*Task
-	actions   [numSignals + 1]SigAction
-	limits    Limits
-	subreaper bool
-	exited    bool
-	status    ExitStatus
+// newTask returns a task of tg, not yet registered or running.
+func newTask(k *Kernel, tg *ThreadGroup) *Task {
+	return &Task{k: k, tg: tg, interrupt: make(chan struct{}, 1), started: time.Now(),
+		prctl: Prctl{Dumpable: 1, TimerSlack: 50000}, altStack: AltStack{Flags: ssDisable}}
 }
 
 // Kernel returns the task's kernel.
@@ -62,6 +71,8 @@ func (t *Task) PID() int32 { return t.tg.pid }
 
 // PPID is the parent process's id: 0 for init, as on Linux.
 func (t *Task) PPID() int32 {
+	t.k.treeMu.Lock()
+	defer t.k.treeMu.Unlock()
 	if t.tg.parent == nil {
 		return 0
 	}
@@ -69,14 +80,22 @@ func (t *Task) PPID() int32 {
 }
 
 // PGID and SID are the process group and session.
-func (t *Task) PGID() int32 { return t.tg.pgid }
-func (t *Task) SID() int32  { return t.tg.sid }
+func (t *Task) PGID() int32 {
+	t.k.treeMu.Lock()
+	defer t.k.treeMu.Unlock()
+	return t.tg.pgid
+}
+func (t *Task) SID() int32 {
+	t.k.treeMu.Lock()
+	defer t.k.treeMu.Unlock()
+	return t.tg.sid
+}
 
 // ThreadGroup returns the task's process.
 func (t *Task) ThreadGroup() *ThreadGroup { return t.tg }
 
 // Regs gives the task's registers, for handlers that change more than the
-// return value (arch_prctl, execve).
+// return value (arch_prctl, execve, rt_sigreturn).
 func (t *Task) Regs() *arch.Registers { return &t.regs }
 
 // MM is the task's memory.
@@ -93,12 +112,6 @@ func (t *Task) Creds() *Credentials { return t.creds }
 
 // Limits are the task's resource limits (its process's).
 func (t *Task) Limits() *Limits { return &t.tg.limits }
-
-// SigMask and SetSigMask are the blocked-signal set.
-func (t *Task) SigMask() uint64 { return t.sigMask }
-func (t *Task) SetSigMask(m uint64) {
-	t.sigMask = m &^ unblockable
-}
 
 // SetClearChildTID records set_tid_address's address.
 func (t *Task) SetClearChildTID(addr uintptr) { t.clearChildTID = addr }
@@ -140,15 +153,5 @@ func (t *Task) Log(format string, args ...any) {
 	t.k.Log("[%d] "+format, append([]any{t.tid}, args...)...)
 }
 
-// Sleep blocks the task for d, or until the sandbox ends.
-func (t *Task) Sleep(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-	case <-t.k.done:
-	}
-}
+// FileSizeLimit implements vfs.Context: the task's RLIMIT_FSIZE.
+func (t *Task) FileSizeLimit() uint64 { return t.tg.limits.Get(unix.RLIMIT_FSIZE).Cur }

@@ -1,51 +1,38 @@
 package kernel
 
-// Exit ends the calling task (exit(2)); the process ends with its last task.
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Exit ends the calling task (exit(2)); the process ends with its last
+// task, with that task's code.
 func (t *Task) Exit(code int) {
-	t.tg.mu.Lock()
-	if !t.tg.exited && len(t.tg.tasks) == 1 {
-		t.tg.status = ExitStatus{Code: code & 0xff}
-	}
-	t.tg.mu.Unlock()
+	t.exitCode = code & 0xff
 	t.exiting.Store(true)
 }
 
 // ExitGroup ends every task of the process with code (exit_group(2)).
 func (t *Task) ExitGroup(code int) {
-	t.tg.end(ExitStatus{Code: code & 0xff})
+	t.tg.mu.Lock()
+	t.tg.groupExitLocked(ExitStatus{Code: code & 0xff})
+	t.tg.mu.Unlock()
 }
 
-// killProcess ends the process as signal sig would.
-func (t *Task) killProcess(sig int) {
-	t.tg.end(ExitStatus{Signo: sig})
-}
-
-// end records the process's status (the first one wins) and stops all its
-// tasks.
-func (tg *ThreadGroup) end(s ExitStatus) {
-	tg.mu.Lock()
-	if !tg.exited {
-		tg.exited = true
-		tg.status = s
-	}
-	tasks := append([]*Task(nil), tg.tasks...)
-	tg.mu.Unlock()
-	for _, task := range tasks {
-		if !task.exiting.Swap(true) {
-			task.ctx.Interrupt()
+// exit releases the task once its loop has stopped; the last task of a
+// process makes it a zombie for its parent to reap, and init's end ends
+// the sandbox.
+func (t *Task) exit() {
+	k, tg := t.k, t.tg
+	t.exitRobustList()
+	if t.clearChildTID != 0 {
+		if _, err := t.mm.UpdateU32(t.clearChildTID, func(uint32) (uint32, bool) { return 0, true }); err == nil {
+			t.FutexWake(t.clearChildTID, 1, FutexBitsetMatchAny, false)
 		}
 	}
-}
+	t.releaseVfork()
 
-// exit releases the task once its loop has stopped; the last task out
-// releases the process, and init's exit ends the sandbox.
-func (t *Task) exit() {
-	k := t.k
-	k.mu.Lock()
-	delete(k.tasks, t.tid)
-	k.mu.Unlock()
-
-	tg := t.tg
 	tg.mu.Lock()
 	for i, x := range tg.tasks {
 		if x == t {
@@ -54,44 +41,156 @@ func (t *Task) exit() {
 		}
 	}
 	last := len(tg.tasks) == 0
-	tg.exited = tg.exited || last
+	tg.taskExits.broadcast()
+	if last && !tg.exiting {
+		tg.exiting = true
+		tg.status = ExitStatus{Code: t.exitCode}
+	}
 	status := tg.status
 	tg.mu.Unlock()
-	if !last {
-		t.ctx.Release()
-		return
+
+	var usage Usage
+	if last {
+		rss := t.mm.ResidentBytes()
+		usage = Usage{MaxRSS: rss, MinFlt: rss / 4096, CPU: t.cpuTime()}
 	}
-	t.fds.CloseAll()
 	// Releasing the address space ends its threads: the context then has
 	// nothing left to release.
-	t.mm.Release()
-	t.ctx.Release()
-	if tg == k.init {
-		k.finish(status)
+	if !t.mm.DecUsers() {
+		t.ctx.Release()
 	}
+	t.fds.DecRef()
+
+	k.treeMu.Lock()
+	if k.tasks[t.tid] == t { // an exec'ing thread may have taken over the id
+		delete(k.tasks, t.tid)
+	}
+	if last {
+		tg.itimer.stop()
+		tg.usage = usage
+		tg.becomeZombieLocked(status)
+	}
+	k.treeMu.Unlock()
+	if last && tg == k.init {
+		k.endSandbox(status)
+	}
+}
+
+// becomeZombieLocked (treeMu held) hands the process's children to the
+// nearest subreaper or init, and tells the parent: a signal and a wake-up,
+// or, if the parent does not want to wait (SIGCHLD ignored, SA_NOCLDWAIT),
+// it reaps the process at once.
+func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
+	k := tg.k
+	tg.zombie = true
+	reaper := k.init
+	for a := tg.parent; a != nil; a = a.parent {
+		if a.ChildSubreaper() && !a.zombie {
+			reaper = a
+			break
+		}
+	}
+	for c := range tg.children {
+		delete(tg.children, c)
+		if reaper == nil || reaper == tg {
+			continue
+		}
+		c.parent = reaper
+		reaper.children[c] = struct{}{}
+		if leader := c.Leader(); leader != nil && leader.prctl.PdeathSig != 0 {
+			go c.SendSignal(SigInfo{Signo: int32(leader.prctl.PdeathSig), Code: SIUser})
+		}
+		if c.zombie {
+			reaper.childEvents.broadcast()
+		}
+	}
+	parent := tg.parent
+	if parent == nil {
+		return
+	}
+	act := parent.Action(int(unix.SIGCHLD))
+	if tg.exitSignal == int(unix.SIGCHLD) && (act.Handler == SigIgn || act.Flags&SANoCldWait != 0) {
+		tg.reapLocked()
+		parent.childEvents.broadcast()
+		return
+	}
+	if tg.exitSignal != 0 {
+		info := SigInfo{Signo: int32(tg.exitSignal), Code: CLDExited}
+		st := int32(status.Code)
+		if status.Signo != 0 {
+			info.Code, st = CLDKilled, int32(status.Signo)
+		}
+		info.SetChild(tg.pid, 0, st)
+		go parent.SendSignal(info)
+	}
+	parent.childEvents.broadcast()
+}
+
+// reapLocked removes a zombie for good (treeMu held): its pid is free, and
+// what it used counts for its parent's children.
+func (tg *ThreadGroup) reapLocked() {
+	if p := tg.parent; p != nil {
+		delete(p.children, tg)
+		p.childUsage.MaxRSS = max(p.childUsage.MaxRSS, tg.usage.MaxRSS, tg.childUsage.MaxRSS)
+		p.childUsage.MinFlt += tg.usage.MinFlt + tg.childUsage.MinFlt
+		p.childUsage.CPU += tg.usage.CPU + tg.childUsage.CPU
+	}
+	delete(tg.k.tgs, tg.pid)
+}
+
+// endSandbox ends every process when init has ended: the sandbox is over.
+func (k *Kernel) endSandbox(status ExitStatus) {
+	k.treeMu.Lock()
+	var all []*ThreadGroup
+	for _, tg := range k.tgs {
+		all = append(all, tg)
+	}
+	k.treeMu.Unlock()
+	for _, tg := range all {
+		tg.mu.Lock()
+		tg.groupExitLocked(ExitStatus{Signo: int(unix.SIGKILL)})
+		tg.mu.Unlock()
+	}
+	k.finish(status)
 }
 
 // Kill ends the sandbox at once as signal sig would: init's death ends
 // every process, and no task blocked in the sentry is waited for.
 func (k *Kernel) Kill(sig int) {
-	k.mu.Lock()
-	init := k.init
-	k.mu.Unlock()
-	if init != nil {
-		init.end(ExitStatus{Signo: sig})
-	}
-	k.finish(ExitStatus{Signo: sig})
+	k.endSandbox(ExitStatus{Signo: sig})
 }
 
 // InitHandles reports whether init has a handler (not SIG_DFL or SIG_IGN)
 // for sig.
 func (k *Kernel) InitHandles(sig int) bool {
-	k.mu.Lock()
+	k.treeMu.Lock()
 	init := k.init
-	k.mu.Unlock()
+	k.treeMu.Unlock()
 	if init == nil || !ValidSignal(sig) {
 		return false
 	}
 	h := init.Action(sig).Handler
 	return h != SigDfl && h != SigIgn
+}
+
+// SignalInit sends sig to init from outside the sandbox (`moat kill`).
+func (k *Kernel) SignalInit(sig int) {
+	k.treeMu.Lock()
+	init := k.init
+	k.treeMu.Unlock()
+	if init != nil {
+		init.SendSignal(SigInfo{Signo: int32(sig), Code: SIUser})
+	}
+}
+
+func u64bytes(v []uint64) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*8)
+}
+
+// SignalAll sends sig to every process from outside the sandbox (`moat
+// kill --all`).
+func (k *Kernel) SignalAll(sig int) {
+	for _, tg := range k.ThreadGroups() {
+		tg.SendSignal(SigInfo{Signo: int32(sig), Code: SIUser})
+	}
 }

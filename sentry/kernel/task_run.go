@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/platform"
+	"github.com/moat-sandbox/moat/sentry/mm"
 )
 
 // ErrNoReturn is what a handler returns when it has set the guest's
@@ -13,15 +14,24 @@ import (
 var ErrNoReturn = errors.New("no syscall return value")
 
 // run is a task's life: switch to the guest, serve what stopped it, repeat.
-// The platform round trip is the hot path: nothing here allocates or locks.
+// The platform round trip is the hot path: nothing on it allocates or
+// locks, and one atomic flag says whether signals need a look.
 func (t *Task) run() {
-	for !t.exiting.Load() {
+	for {
+		if t.check.Load() {
+			t.handleSignals()
+		}
+		if t.exiting.Load() {
+			break
+		}
 		ev, err := t.ctx.Switch(&t.regs)
 		if err != nil {
 			// The platform lost the thread (its stub died): the process
 			// cannot go on.
 			t.Log("platform: %v", err)
-			t.killProcess(int(unix.SIGKILL))
+			t.tg.mu.Lock()
+			t.tg.groupExitLocked(ExitStatus{Signo: int(unix.SIGKILL)})
+			t.tg.mu.Unlock()
 			break
 		}
 		switch ev.Kind {
@@ -30,7 +40,7 @@ func (t *Task) run() {
 		case platform.EventFault:
 			t.handleFault(ev)
 		case platform.EventInterrupt:
-			// Nothing to deliver yet: resume.
+			// Whoever interrupted set the check flag.
 		}
 	}
 	t.exit()
@@ -50,18 +60,31 @@ func (t *Task) doSyscall() {
 			t.Log("syscall %d: %v", nr, err)
 			errno = unix.EIO
 		}
-		t.regs.Rax = uint64(-int64(errno))
+		if isRestart(errno) {
+			t.restart = int(errno)
+			t.check.Store(true)
+		}
+		t.regs.Rax = errnoReturn(errno)
 	}
 }
 
-// handleFault serves a fault the memory manager can resolve (a write to a
-// copy-on-write page) and turns any other into its signal. With no signal
-// delivery yet, the signal's default action applies: the process dies as
-// Linux would kill it.
+// handleFault serves a fault the memory manager resolves (a write to a
+// copy-on-write page, a stack to grow) and turns any other into its signal.
 func (t *Task) handleFault(ev platform.Event) {
-	if ev.Signo == int32(unix.SIGSEGV) && t.mm.HandleFault(ev.Addr, ev.Access) {
-		return
+	info := SigInfo{Signo: ev.Signo, Code: ev.Code}
+	if ev.Signo == int32(unix.SIGSEGV) {
+		switch t.mm.HandleFault(ev.Addr, ev.Access) {
+		case mm.FaultHandled:
+			return
+		case mm.FaultBus:
+			info = SigInfo{Signo: int32(unix.SIGBUS), Code: 2} // BUS_ADRERR
+		default:
+			info.Code = 1 // SEGV_MAPERR
+			if t.mm.IsMapped(ev.Addr) {
+				info.Code = 2 // SEGV_ACCERR
+			}
+		}
 	}
-	t.Log("fault: signal %d code %d at %#x (rip %#x)", ev.Signo, ev.Code, ev.Addr, t.regs.Rip)
-	t.killProcess(int(ev.Signo))
+	info.SetAddr(uint64(ev.Addr))
+	t.forceSignal(info)
 }

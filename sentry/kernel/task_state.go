@@ -28,9 +28,6 @@ type Prctl struct {
 // the task itself changes them, so no lock is needed.
 func (t *Task) PrctlState() *Prctl { return &t.prctl }
 
-// AltStack returns the task's alternate signal stack setting.
-func (t *Task) AltStack() *AltStack { return &t.altStack }
-
 // ChildSubreaper reports and sets PR_SET_CHILD_SUBREAPER on the process.
 func (tg *ThreadGroup) ChildSubreaper() bool {
 	tg.mu.Lock()

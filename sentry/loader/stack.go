@@ -54,8 +54,14 @@ const (
 	MaxArgTotal  = 1 << 21       // all of them: a quarter of an 8 MiB stack
 )
 
-// StackSize is the size of the stack mapping a new program gets.
+// StackSize is how far below its top a program's stack may reach before it
+// meets the mapping area (the stack itself grows on demand, within
+// RLIMIT_STACK).
 const StackSize = 8 << 20
+
+// stackInitial is how much stack a new program gets mapped below its
+// arguments, as Linux expands it at exec.
+const stackInitial = 128 << 10
 
 // SetupStack maps the stack just below top and writes the initial process
 // stack: argc, argv, envp, the auxiliary vector and the strings they point
@@ -71,9 +77,9 @@ func SetupStack(m *mm.MemoryManager, top uintptr, img Image, a StackArgs) (uintp
 	if total > MaxArgTotal {
 		return 0, unix.E2BIG
 	}
-	bottom := top - StackSize
-	if _, err := m.MMap(mm.MMapOpts{Addr: bottom, Length: StackSize, Prot: platform.ProtRead | platform.ProtWrite,
-		Fixed: true, Name: "[stack]"}); err != nil {
+	size := (uintptr(total+(len(a.Argv)+len(a.Envv)+64)*8+pageSize-1) &^ (pageSize - 1)) + stackInitial
+	if _, err := m.MMap(mm.MMapOpts{Addr: top - size, Length: size, Prot: platform.ProtRead | platform.ProtWrite,
+		Fixed: true, GrowsDown: true, Name: "[stack]"}); err != nil {
 		return 0, err
 	}
 

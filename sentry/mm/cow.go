@@ -42,39 +42,54 @@ func (m *MemoryManager) Fork(as platform.AddressSpace) *MemoryManager {
 	return c
 }
 
-// HandleFault serves a fault at addr for access: it reports whether the
-// guest may go on (the fault was a write to a copy-on-write page, now
-// copied). A false answer means the access breaks the mappings' rules and
-// the guest gets a signal.
-func (m *MemoryManager) HandleFault(addr uintptr, access platform.Prot) bool {
+// Fault is what a guest fault comes to.
+type Fault int
+
+// Fault verdicts.
+const (
+	FaultHandled Fault = iota // the guest may go on
+	FaultSEGV                 // the access breaks the mappings' rules: SIGSEGV
+	FaultBus                  // the page is past the end of its file: SIGBUS
+)
+
+// HandleFault serves a fault at addr for access: a write to a
+// copy-on-write page is copied and the guest goes on; other faults are
+// the guest's, and it gets a signal.
+func (m *MemoryManager) HandleFault(addr uintptr, access platform.Prot) Fault {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := m.vmas.lookup(addr)
 	if !ok {
-		return false
+		if m.growStackLocked(addr) {
+			return FaultHandled
+		}
+		return FaultSEGV
 	}
 	allowed := v.prot
 	if allowed&(platform.ProtWrite|platform.ProtExec) != 0 {
 		allowed |= platform.ProtRead // x86 cannot take read away from these
 	}
 	if access&^allowed != 0 {
-		return false
+		return FaultSEGV
 	}
 	p, ok := m.pmas.lookup(addr)
 	if !ok {
-		return false
+		return FaultSEGV
+	}
+	if p.pastEOF {
+		return FaultBus
 	}
 	if access&platform.ProtWrite != 0 && p.cow {
 		lo := max(pageRoundDown(addr)&^(cowChunk-1), v.start, p.start)
 		hi := min((pageRoundDown(addr)&^(cowChunk-1))+cowChunk, v.end, p.end)
 		m.breakCowLocked(lo, hi)
-		return true
+		return FaultHandled
 	}
 	// The access is allowed and the page is not copy-on-write: the host
 	// mapping lags behind (another thread changed it a moment ago). Map it
 	// again and let the guest retry.
 	m.as.MapFile(p.start, p.off, p.length(), hostProt(v, p))
-	return true
+	return FaultHandled
 }
 
 // breakCowLocked gives the copy-on-write pages of [lo, hi) to this address

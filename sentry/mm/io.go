@@ -146,7 +146,7 @@ func (m *MemoryManager) forEachLocked(addr uintptr, n int, write bool, fn func(m
 			return unix.EFAULT
 		}
 		p, ok := m.pmas.lookup(addr)
-		if !ok || (write && p.cow) {
+		if !ok || (write && p.cow) || p.pastEOF {
 			return unix.EFAULT
 		}
 		k := min(left, p.end-addr)

@@ -41,6 +41,12 @@ type MemoryManager struct {
 
 	users int // tasks using this address space; the last one releases it
 
+	// limitAS returns RLIMIT_AS: new mappings must not make the address
+	// space larger. Nil means no limit.
+	limitAS func() uint64
+	// limitStack returns RLIMIT_STACK, how far a stack may grow.
+	limitStack func() uint64
+
 	// Layout records where the loader put things.
 	Layout Layout
 }
@@ -61,6 +67,33 @@ type Layout struct {
 // New returns an empty memory manager over address space as, with one user.
 func New(mf *memfile.File, as platform.AddressSpace, maxAddr uintptr) *MemoryManager {
 	return &MemoryManager{mf: mf, as: as, maxAddr: maxAddr, mmapBase: maxAddr, users: 1}
+}
+
+// SetLimitAS sets where RLIMIT_AS comes from.
+func (m *MemoryManager) SetLimitAS(limit func() uint64) {
+	m.mu.Lock()
+	m.limitAS = limit
+	m.mu.Unlock()
+}
+
+// SetLimitStack sets where RLIMIT_STACK comes from.
+func (m *MemoryManager) SetLimitStack(limit func() uint64) {
+	m.mu.Lock()
+	m.limitStack = limit
+	m.mu.Unlock()
+}
+
+// growOKLocked reports whether n more bytes of mappings fit RLIMIT_AS.
+func (m *MemoryManager) growOKLocked(n uintptr) bool {
+	if m.limitAS == nil {
+		return true
+	}
+	limit := m.limitAS()
+	var size uint64
+	for _, v := range m.vmas.s {
+		size += uint64(v.length())
+	}
+	return size+uint64(n) <= limit
 }
 
 // AddressSpace is the platform address space this memory manager drives.

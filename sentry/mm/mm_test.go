@@ -257,7 +257,7 @@ func TestForkCopyOnWrite(t *testing.T) {
 	}
 	// A guest write fault in the parent: its page is now its own, made
 	// writable without a copy.
-	if !m.HandleFault(0xc00000, platform.ProtWrite) {
+	if m.HandleFault(0xc00000, platform.ProtWrite) != FaultHandled {
 		t.Fatal("write fault on a copy-on-write page not handled")
 	}
 	p, _ := m.pmas.lookup(0xc00000)
@@ -271,7 +271,7 @@ func TestForkCopyOnWrite(t *testing.T) {
 		t.Fatalf("a MAP_SHARED page was copied at fork: %q", buf)
 	}
 	// Faults that break the rules are refused.
-	if m.HandleFault(0xe00000, platform.ProtRead) {
+	if m.HandleFault(0xe00000, platform.ProtRead) == FaultHandled {
 		t.Fatal("fault on unmapped memory accepted")
 	}
 	c.DecUsers()
@@ -305,8 +305,12 @@ func TestFileCacheSharedCopyOnWrite(t *testing.T) {
 	if buf[0] != 'L' || buf[1] != 0 {
 		t.Fatalf("the end of the file is not followed by zeros: %q", buf)
 	}
-	// Past the end of the file: the third page is zero and writable.
-	if _, err := m.CopyOut(a+2*PageSize, []byte("z")); err != nil {
-		t.Fatalf("page past the end of the file: %v", err)
+	// Past the end of the file: the third page is not there (a guest
+	// touching it gets SIGBUS).
+	if _, err := m.CopyOut(a+2*PageSize, []byte("z")); err != unix.EFAULT {
+		t.Fatalf("page past the end of the file: %v, want EFAULT", err)
+	}
+	if m.HandleFault(a+2*PageSize, platform.ProtRead) != FaultBus {
+		t.Fatal("a fault past the end of the file is not a bus error")
 	}
 }

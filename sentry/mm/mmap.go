@@ -18,6 +18,7 @@ type MMapOpts struct {
 	Fixed     bool          // MAP_FIXED: replace whatever is there
 	NoReplace bool          // MAP_FIXED_NOREPLACE: fail with EEXIST instead
 	Shared    bool          // MAP_SHARED
+	GrowsDown bool          // MAP_GROWSDOWN: a stack that grows on faults below it
 	File      FileSource    // nil for anonymous memory
 	Cache     *FileCache    // File's page cache, when it has one
 	Offset    uint64        // file offset, page aligned
@@ -67,8 +68,18 @@ func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 			return 0, unix.ENOMEM
 		}
 	}
+	replaced := uintptr(0)
+	if o.Fixed {
+		vi, vj := m.vmas.span(addr, addr+length)
+		for _, v := range m.vmas.s[vi:vj] {
+			replaced += min(v.end, addr+length) - max(v.start, addr)
+		}
+	}
+	if !m.growOKLocked(length - replaced) {
+		return 0, unix.ENOMEM
+	}
 	v := vma{start: addr, end: addr + length, prot: o.Prot, maxProt: o.MaxProt, shared: o.Shared, name: o.Name,
-		file: o.File, cache: o.Cache, fileOff: o.Offset, locked: m.lockFuture}
+		file: o.File, cache: o.Cache, fileOff: o.Offset, locked: m.lockFuture, growsDown: o.GrowsDown}
 	pmas, err := m.backLocked(&v, v.start, v.end)
 	if err != nil {
 		return 0, err
@@ -82,45 +93,63 @@ func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 
 // backLocked makes the pages for [lo, hi) of v: fresh zero pages, pages of
 // the file's cache (shared, copy-on-write for a private mapping) or pages
-// holding a copy of the file.
+// holding a copy of the file. Pages wholly past the end of the file are
+// marked so that touching them raises SIGBUS.
 func (m *MemoryManager) backLocked(v *vma, lo, hi uintptr) ([]pma, error) {
 	fileOff := v.fileOff + uint64(lo-v.start)
+	var out []pma
 	if v.cache != nil {
 		base, n, err := v.cache.pages()
-		if err == nil {
-			var out []pma
+		switch {
+		case err == nil:
 			if fileOff < n {
 				k := min(uint64(hi-lo), n-fileOff)
 				m.mf.IncRef(base+fileOff, k)
 				out = append(out, pma{start: lo, end: lo + uintptr(k), off: base + fileOff, cow: !v.shared})
 				lo += uintptr(k)
 			}
-			if lo < hi {
-				// Past the end of the file: zero pages.
-				rest, err := m.backLocked(&vma{}, lo, hi)
-				if err != nil {
-					m.dropPmas(out)
-					return nil, err
-				}
-				out = append(out, rest...)
+			if lo == hi {
+				return out, nil
 			}
-			return out, nil
-		}
-		if err != errNotCached {
+			rest, err := m.zeroPagesLocked(lo, hi, true)
+			if err != nil {
+				m.dropPmas(out)
+				return nil, err
+			}
+			return append(out, rest...), nil
+		case err != errNotCached:
 			return nil, err
 		}
+	}
+	if v.file == nil {
+		return m.zeroPagesLocked(lo, hi, false)
 	}
 	off, err := m.mf.Allocate(uint64(hi - lo))
 	if err != nil {
 		return nil, unix.ENOMEM
 	}
-	if v.file != nil {
-		if _, err := v.file.ReadAt(m.mf.Slice(off, uint64(hi-lo)), int64(fileOff)); err != nil && err != io.EOF {
-			m.mf.DecRef(off, uint64(hi-lo))
-			return nil, err
-		}
+	n, err := v.file.ReadAt(m.mf.Slice(off, uint64(hi-lo)), int64(fileOff))
+	if err != nil && err != io.EOF {
+		m.mf.DecRef(off, uint64(hi-lo))
+		return nil, err
 	}
-	return []pma{{start: lo, end: hi, off: off}}, nil
+	// What a short read left is past the end of the file: its pages, but
+	// the one holding the end, raise SIGBUS.
+	filePages := (uintptr(n) + PageSize - 1) &^ (PageSize - 1)
+	if err == nil || lo+filePages >= hi {
+		return []pma{{start: lo, end: hi, off: off}}, nil
+	}
+	mid := lo + filePages
+	return []pma{{start: lo, end: mid, off: off}, {start: mid, end: hi, off: off + uint64(filePages), pastEOF: true}}, nil
+}
+
+// zeroPagesLocked returns fresh zero pages for [lo, hi).
+func (m *MemoryManager) zeroPagesLocked(lo, hi uintptr, pastEOF bool) ([]pma, error) {
+	off, err := m.mf.Allocate(uint64(hi - lo))
+	if err != nil {
+		return nil, unix.ENOMEM
+	}
+	return []pma{{start: lo, end: hi, off: off, pastEOF: pastEOF}}, nil
 }
 
 func (m *MemoryManager) dropPmas(ps []pma) {
@@ -273,7 +302,7 @@ func (m *MemoryManager) Brk(addr uintptr) uintptr {
 	newEnd, _ := pageRoundUp(addr)
 	switch {
 	case newEnd > oldEnd:
-		if !m.vmas.free(oldEnd, newEnd) {
+		if !m.vmas.free(oldEnd, newEnd) || !m.growOKLocked(newEnd-oldEnd) {
 			return m.brk
 		}
 		v := vma{start: oldEnd, end: newEnd, prot: platform.ProtRead | platform.ProtWrite, maxProt: protAll,
@@ -376,6 +405,9 @@ func (m *MemoryManager) moveLocked(from, n, dst uintptr) {
 
 // growLocked maps fresh zero pages at [start, end) with like's attributes.
 func (m *MemoryManager) growLocked(start, end uintptr, like vma) error {
+	if !m.growOKLocked(end - start) {
+		return unix.ENOMEM
+	}
 	like.start, like.end = start, end
 	like.file, like.cache = nil, nil // new pages are zero, whatever came before
 	ps, err := m.backLocked(&like, start, end)

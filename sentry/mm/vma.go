@@ -10,6 +10,7 @@ type vma struct {
 	maxProt    platform.Prot // what mprotect may grant (a read-only file caps it)
 	shared     bool          // MAP_SHARED: a fork shares the pages instead of copying them
 	locked     bool          // mlock'ed (VM_LOCKED)
+	growsDown  bool          // a stack: a fault just below it grows it (VM_GROWSDOWN)
 	name       string        // for /proc/<pid>/maps: a path, "[heap]", "[stack]" or ""
 	file       FileSource    // the file the pages came from, nil for anonymous memory
 	cache      *FileCache    // the file's page cache, if its pages are shared through one
@@ -38,6 +39,9 @@ type pma struct {
 	// that this one must copy before it writes them; they are mapped
 	// without write permission until then.
 	cow bool
+	// pastEOF marks pages of a file mapping wholly past the file's end:
+	// mapped without access, and touching them raises SIGBUS.
+	pastEOF bool
 }
 
 func (p *pma) bounds() (uintptr, uintptr) { return p.start, p.end }
@@ -56,6 +60,9 @@ type pmaSet = rangeSet[pma, *pma]
 
 // hostProt is the protection the platform maps p with under v.
 func hostProt(v *vma, p *pma) platform.Prot {
+	if p.pastEOF {
+		return 0
+	}
 	if p.cow {
 		return v.prot &^ platform.ProtWrite
 	}

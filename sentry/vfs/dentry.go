@@ -34,7 +34,11 @@ func NewRoot(inode Inode) *Dentry {
 func (d *Dentry) Inode() Inode { return d.inode }
 
 // Name returns the dentry's name in its parent.
-func (d *Dentry) Name() string { return d.name }
+func (d *Dentry) Name() string {
+	treeMu.RLock()
+	defer treeMu.RUnlock()
+	return d.name
+}
 
 // IsDir reports whether the dentry is a directory (a file opened from
 // outside the tree, such as the sandbox's stdio, has no dentry).
@@ -182,6 +186,8 @@ func crossMounts(p Path) Path {
 
 // parentOf returns the path of ".." from p, not rising above root.
 func parentOf(p, root Path) Path {
+	treeMu.RLock()
+	defer treeMu.RUnlock()
 	for {
 		if p == root {
 			return p
@@ -205,6 +211,8 @@ func PathName(p, root Path) string {
 	if p == root {
 		return "/"
 	}
+	treeMu.RLock()
+	defer treeMu.RUnlock()
 	var parts []string
 	for p != root {
 		if p.Dentry == p.Mount.root {

@@ -100,6 +100,12 @@ func (f *File) Read(dst *IOSeq) (int, error) {
 	if f.path.Dentry != nil && f.path.Dentry.isDir {
 		return 0, unix.EISDIR
 	}
+	dst.nonblock = f.Flags()&unix.O_NONBLOCK != 0
+	if _, seekable := f.impl.(Seeker); !seekable {
+		// No offset to keep: a read that blocks (a pipe) must not hold
+		// the lock that a write to the same file description needs.
+		return f.impl.Read(dst, 0)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n, err := f.impl.Read(dst, f.off)
@@ -129,6 +135,10 @@ func (f *File) Write(src *IOSeq) (int, error) {
 	if !f.Writable() {
 		return 0, unix.EBADF
 	}
+	src.nonblock = f.Flags()&unix.O_NONBLOCK != 0
+	if _, seekable := f.impl.(Seeker); !seekable {
+		return f.impl.Write(src, 0)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s, ok := f.impl.(Seeker); ok && f.Flags()&unix.O_APPEND != 0 {
@@ -137,6 +147,10 @@ func (f *File) Write(src *IOSeq) (int, error) {
 			return 0, err
 		}
 		f.off = size
+	}
+	src, err := limitFileSize(src, f.off)
+	if err != nil {
+		return 0, err
 	}
 	n, err := f.impl.Write(src, f.off)
 	f.off += int64(n)
@@ -154,7 +168,33 @@ func (f *File) Pwrite(src *IOSeq, off int64) (int, error) {
 	if off < 0 {
 		return 0, unix.EINVAL
 	}
+	src, err := limitFileSize(src, off)
+	if err != nil {
+		return 0, err
+	}
 	return f.impl.Write(src, off)
+}
+
+// limitFileSize applies RLIMIT_FSIZE to a write at off of a file with an
+// offset: past the limit the task gets SIGXFSZ and EFBIG, and a write that
+// crosses it is cut there.
+func limitFileSize(src *IOSeq, off int64) (*IOSeq, error) {
+	ctx := src.Context()
+	if ctx == nil {
+		return src, nil
+	}
+	limit := ctx.FileSizeLimit()
+	if limit >= 1<<63 || src.Len() == 0 {
+		return src, nil
+	}
+	if uint64(off) >= limit {
+		ctx.Signal(int(unix.SIGXFSZ))
+		return nil, unix.EFBIG
+	}
+	if uint64(off)+uint64(src.Len()) > limit {
+		return src.Truncated(int(limit - uint64(off))), nil
+	}
+	return src, nil
 }
 
 // Seek implements lseek(2).
@@ -199,3 +239,8 @@ func (f *File) Offset() int64 {
 
 // Stat returns the file's attributes.
 func (f *File) Stat() (Stat, error) { return f.impl.Stat() }
+
+// Released reports whether every reference to the file is gone (epoll
+// drops such files from its interest lists, as Linux does when the last fd
+// of a file is closed).
+func (f *File) Released() bool { return f.refs.Load() <= 0 }

@@ -12,10 +12,12 @@ type Range = mm.Range
 // own buffers (CopyOut, CopyIn) or, for I/O that cannot block on the guest,
 // directly through the memory file (WithSlices).
 type IOSeq struct {
-	mm     *mm.MemoryManager
-	ranges []Range
-	single [1]Range // backing for the one-buffer case, so it needs no allocation
-	buf    []byte   // set instead of mm and ranges for a sentry buffer
+	ctx      Context
+	nonblock bool // the file is O_NONBLOCK: a file that would block fails with EAGAIN
+	mm       *mm.MemoryManager
+	ranges   []Range
+	single   [1]Range // backing for the one-buffer case, so it needs no allocation
+	buf      []byte   // set instead of mm and ranges for a sentry buffer
 }
 
 // NewIOSeqBuffer returns an IOSeq over a sentry buffer, for I/O the sentry
@@ -34,6 +36,32 @@ func NewIOSeq(m *mm.MemoryManager, addr uintptr, n int) *IOSeq {
 func NewIOSeqRanges(m *mm.MemoryManager, ranges []Range) *IOSeq {
 	return &IOSeq{mm: m, ranges: ranges}
 }
+
+// Context is the task an I/O runs for: what a file that blocks or raises
+// a signal (a pipe) needs of it.
+type Context interface {
+	// Block waits until ch is ready. It fails with an error (the kernel's
+	// restart code) if a signal or a kill interrupts the task first.
+	Block(ch <-chan struct{}) error
+	// Signal sends sig to the task (SIGPIPE for a write with no reader).
+	Signal(sig int)
+	// FileSizeLimit is the task's RLIMIT_FSIZE.
+	FileSizeLimit() uint64
+}
+
+// WithContext sets the task the I/O runs for and returns s.
+func (s *IOSeq) WithContext(c Context) *IOSeq {
+	s.ctx = c
+	return s
+}
+
+// Context returns the task the I/O runs for, or nil for the sentry's own
+// I/O, which must not block.
+func (s *IOSeq) Context() Context { return s.ctx }
+
+// NonBlocking reports whether the I/O must not wait: the file is
+// O_NONBLOCK, or no task runs it.
+func (s *IOSeq) NonBlocking() bool { return s.nonblock || s.ctx == nil }
 
 // Len is the total length.
 func (s *IOSeq) Len() int {
@@ -96,15 +124,32 @@ func (s *IOSeq) WithSlices(write bool, fn func(bufs [][]byte) (int, error)) (int
 // Skip returns the sequence without its first n bytes.
 func (s *IOSeq) Skip(n int) *IOSeq {
 	if s.mm == nil {
-		return &IOSeq{buf: s.buf[min(n, len(s.buf)):]}
+		return &IOSeq{ctx: s.ctx, nonblock: s.nonblock, buf: s.buf[min(n, len(s.buf)):]}
 	}
-	out := &IOSeq{mm: s.mm}
+	out := &IOSeq{ctx: s.ctx, nonblock: s.nonblock, mm: s.mm}
 	for i, r := range s.ranges {
 		if n < r.Len {
 			out.ranges = append([]Range{{Addr: r.Addr + uintptr(n), Len: r.Len - n}}, s.ranges[i+1:]...)
 			return out
 		}
 		n -= r.Len
+	}
+	return out
+}
+
+// Truncated returns the sequence cut to its first n bytes.
+func (s *IOSeq) Truncated(n int) *IOSeq {
+	if s.mm == nil {
+		return &IOSeq{ctx: s.ctx, nonblock: s.nonblock, buf: s.buf[:min(n, len(s.buf))]}
+	}
+	out := &IOSeq{ctx: s.ctx, nonblock: s.nonblock, mm: s.mm}
+	for _, r := range s.ranges {
+		if n == 0 {
+			break
+		}
+		k := min(r.Len, n)
+		out.ranges = append(out.ranges, Range{Addr: r.Addr, Len: k})
+		n -= k
 	}
 	return out
 }

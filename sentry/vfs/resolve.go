@@ -29,6 +29,9 @@ func (r Resolver) Lookup(name string, followFinal bool) (Path, error) {
 	if name[0] == '/' {
 		cur = r.Root
 	}
+	if cur.Dentry == nil {
+		return Path{}, unix.ENOENT
+	}
 	rest := name
 	links := 0
 	for {

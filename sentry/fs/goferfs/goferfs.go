@@ -45,7 +45,7 @@ type inode struct {
 	// a regular file: I/O on it is positioned (pread), so opens need not
 	// have their own. users counts the opens using it.
 	mu    sync.Mutex
-	ro    *host.File
+	ro    *host.Regular
 	users int
 	cache *mm.FileCache
 }
@@ -122,7 +122,7 @@ func (i *inode) Open(flags int) (vfs.FileImpl, error) {
 }
 
 // openHost asks the gofer for a descriptor of its own.
-func (i *inode) openHost(flags int) (*host.File, error) {
+func (i *inode) openHost(flags int) (*host.Regular, error) {
 	// O_APPEND stays in the sentry: a host pwrite on an O_APPEND descriptor
 	// would ignore the offset the sentry chose.
 	fd, err := i.fs.client.Open(i.node, flags&(unix.O_ACCMODE|unix.O_TRUNC|unix.O_NONBLOCK))
@@ -134,7 +134,12 @@ func (i *inode) openHost(flags int) (*host.File, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	return f, nil
+	r, ok := f.(*host.Regular)
+	if !ok {
+		f.Release()
+		return nil, unix.EACCES // only regular files are opened through the gofer
+	}
+	return r, nil
 }
 
 // openShared returns an open that uses the inode's read-only descriptor.
@@ -150,12 +155,12 @@ func (i *inode) openShared() (vfs.FileImpl, error) {
 		i.fs.cachedFDs.Add(1)
 	}
 	i.users++
-	return &sharedFile{File: i.ro, i: i}, nil
+	return &sharedFile{Regular: i.ro, i: i}, nil
 }
 
 // sharedFile is one open of a shared read-only descriptor.
 type sharedFile struct {
-	*host.File
+	*host.Regular
 	i *inode
 }
 

@@ -25,14 +25,22 @@ type File struct {
 	statHook func(*vfs.Stat) // rewrites host attributes the guest must not see
 }
 
-// New wraps fd, which the File now owns. statHook, if set, adjusts what
+// Regular is an open host regular file: seekable, and readable at any
+// offset into sentry buffers (ReadAt), which mappings and the loader need.
+type Regular struct{ *File }
+
+// New wraps fd, which the file now owns: a *Regular for a regular file, a
+// *File (not seekable) for anything else. statHook, if set, adjusts what
 // Stat reports (a file system's device number and inode identity).
-func New(fd int, statHook func(*vfs.Stat)) (*File, error) {
+func New(fd int, statHook func(*vfs.Stat)) (vfs.FileImpl, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err
 	}
 	f := &File{fd: fd, regular: st.Mode&unix.S_IFMT == unix.S_IFREG, statHook: statHook}
+	if f.regular {
+		return &Regular{f}, nil
+	}
 	if st.Mode&unix.S_IFMT == unix.S_IFCHR {
 		_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 		f.isTTY = err == nil
@@ -130,8 +138,8 @@ func (f *File) Stat() (vfs.Stat, error) {
 	return s, nil
 }
 
-// Size implements vfs.Seeker for regular files.
-func (f *File) Size() (int64, error) {
+// Size implements vfs.Seeker.
+func (f *Regular) Size() (int64, error) {
 	st, err := f.Stat()
 	return st.Size, err
 }
@@ -150,7 +158,7 @@ func FromUnix(st *unix.Stat_t) vfs.Stat {
 
 // ReadAt reads into a sentry buffer at off (for the program loader and file
 // mappings, which copy file contents into the memory file).
-func (f *File) ReadAt(p []byte, off int64) (int, error) {
+func (f *Regular) ReadAt(p []byte, off int64) (int, error) {
 	done := 0
 	for done < len(p) {
 		n, err := unix.Pread(f.fd, p[done:], off+int64(done))

@@ -1,0 +1,256 @@
+// Package epoll is epoll(7): an interest list of files, a ready list kept
+// by callbacks from the files' wait queues, and waits on the ready list,
+// level- or edge-triggered.
+package epoll
+
+import (
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/vfs"
+	"github.com/moat-sandbox/moat/sentry/waiter"
+)
+
+// Event flags beyond poll's.
+const (
+	EventEdge    = 1 << 31 // EPOLLET
+	EventOneShot = 1 << 30 // EPOLLONESHOT
+	eventWakeup  = 1 << 29 // EPOLLWAKEUP: accepted, meaningless here
+	eventExcl    = 1 << 28 // EPOLLEXCLUSIVE: accepted, every waiter is woken
+)
+
+// Event is one reported event: what happened and the caller's data.
+type Event struct {
+	Events uint32
+	Data   uint64
+}
+
+// item is one file of the interest list.
+type item struct {
+	file   *vfs.File
+	fd     int32
+	events uint32
+	data   uint64
+	entry  *waiter.Entry
+	ready  bool // on the ready list
+	off    bool // a one-shot item that fired: silent until EPOLL_CTL_MOD
+}
+
+type key struct {
+	file *vfs.File
+	fd   int32
+}
+
+// File is an epoll instance.
+type File struct {
+	mu       sync.Mutex
+	interest map[key]*item
+	readyq   []*item
+	queue    waiter.Queue // wakes epoll_wait, and those polling the epoll fd
+}
+
+// New returns an empty epoll instance.
+func New() *File { return &File{interest: make(map[key]*item)} }
+
+// Add implements EPOLL_CTL_ADD.
+func (ep *File) Add(fd int32, f *vfs.File, ev Event) error {
+	w, ok := f.Impl().(waiter.Waitable)
+	if !ok {
+		return unix.EPERM // regular files and directories cannot be waited on
+	}
+	if f.Impl() == ep {
+		return unix.EINVAL
+	}
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	k := key{f, fd}
+	if _, ok := ep.interest[k]; ok {
+		return unix.EEXIST
+	}
+	it := &item{file: f, fd: fd, events: ev.Events, data: ev.Data}
+	it.entry = &waiter.Entry{Mask: ^waiter.EventMask(0), Callback: func(waiter.EventMask) { ep.markReady(it) }}
+	ep.interest[k] = it
+	w.EventRegister(it.entry)
+	if w.Readiness(mask(it.events)) != 0 {
+		ep.readyLocked(it)
+	}
+	return nil
+}
+
+// Modify implements EPOLL_CTL_MOD.
+func (ep *File) Modify(fd int32, f *vfs.File, ev Event) error {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	it, ok := ep.interest[key{f, fd}]
+	if !ok {
+		return unix.ENOENT
+	}
+	it.events, it.data, it.off = ev.Events, ev.Data, false
+	if f.Impl().(waiter.Waitable).Readiness(mask(it.events)) != 0 {
+		ep.readyLocked(it)
+	}
+	return nil
+}
+
+// Delete implements EPOLL_CTL_DEL.
+func (ep *File) Delete(fd int32, f *vfs.File) error {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	it, ok := ep.interest[key{f, fd}]
+	if !ok {
+		return unix.ENOENT
+	}
+	ep.removeLocked(it)
+	return nil
+}
+
+func (ep *File) removeLocked(it *item) {
+	it.file.Impl().(waiter.Waitable).EventUnregister(it.entry)
+	delete(ep.interest, key{it.file, it.fd})
+	it.off = true
+}
+
+// mask is the poll events an item waits for: what it asked, plus errors
+// and hang-ups, which are always reported.
+func mask(events uint32) waiter.EventMask {
+	return waiter.EventMask(events&0xffff) | waiter.EventErr | waiter.EventHUp
+}
+
+// markReady is the callback of every item's entry.
+func (ep *File) markReady(it *item) {
+	ep.mu.Lock()
+	if it.off {
+		ep.mu.Unlock()
+		return
+	}
+	ep.readyLocked(it)
+	ep.mu.Unlock()
+	ep.queue.Notify(waiter.ReadableEvents)
+}
+
+func (ep *File) readyLocked(it *item) {
+	if !it.ready && !it.off {
+		it.ready = true
+		ep.readyq = append(ep.readyq, it)
+	}
+}
+
+// collect takes up to max events off the ready list. A level-triggered
+// item that is still ready goes back on it; an edge-triggered one waits for
+// its file's next notification; a one-shot one goes silent.
+func (ep *File) collect(max int) []Event {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	var out []Event
+	var keep []*item
+	for i, it := range ep.readyq {
+		if len(out) == max {
+			keep = append(keep, ep.readyq[i:]...)
+			break
+		}
+		it.ready = false
+		if it.off || it.file.Released() {
+			if it.file.Released() {
+				ep.removeLocked(it)
+			}
+			continue
+		}
+		r := it.file.Impl().(waiter.Waitable).Readiness(mask(it.events))
+		if r == 0 {
+			continue
+		}
+		out = append(out, Event{Events: uint32(r), Data: it.data})
+		switch {
+		case it.events&EventOneShot != 0:
+			it.off = true
+		case it.events&EventEdge == 0:
+			it.ready = true
+			keep = append(keep, it)
+		}
+	}
+	ep.readyq = keep
+	return out
+}
+
+// Wait implements epoll_wait: events, or none at the deadline (zero: wait
+// forever; in the past: do not wait).
+func (ep *File) Wait(ctx vfs.Context, max int, deadline *time.Time) ([]Event, error) {
+	e, ch := waiter.NewChannelEntry(waiter.ReadableEvents)
+	ep.queue.EventRegister(e)
+	defer ep.queue.EventUnregister(e)
+	for {
+		if evs := ep.collect(max); len(evs) > 0 {
+			return evs, nil
+		}
+		if deadline != nil && !time.Now().Before(*deadline) {
+			return nil, nil
+		}
+		var err error
+		if deadline == nil {
+			err = ctx.Block(ch)
+		} else {
+			err = blockUntil(ctx, ch, *deadline)
+		}
+		if err == unix.ETIMEDOUT {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// DeadlineBlocker is a context that can wait with a deadline.
+type DeadlineBlocker interface {
+	BlockUntil(ch <-chan struct{}, deadline time.Time) error
+}
+
+func blockUntil(ctx vfs.Context, ch <-chan struct{}, deadline time.Time) error {
+	if b, ok := ctx.(DeadlineBlocker); ok {
+		return b.BlockUntil(ch, deadline)
+	}
+	return ctx.Block(ch)
+}
+
+// Readiness implements waiter.Waitable: an epoll fd is readable when an
+// event is ready.
+func (ep *File) Readiness(m waiter.EventMask) waiter.EventMask {
+	ep.mu.Lock()
+	ready := ep.readyq
+	ep.mu.Unlock()
+	for _, it := range ready {
+		if !it.off && it.file.Impl().(waiter.Waitable).Readiness(mask(it.events)) != 0 {
+			return waiter.ReadableEvents & m
+		}
+	}
+	return 0
+}
+
+// EventRegister and EventUnregister implement waiter.Waitable.
+func (ep *File) EventRegister(e *waiter.Entry)   { ep.queue.EventRegister(e) }
+func (ep *File) EventUnregister(e *waiter.Entry) { ep.queue.EventUnregister(e) }
+
+// Read and Write implement vfs.FileImpl: an epoll fd has no data.
+func (ep *File) Read(*vfs.IOSeq, int64) (int, error)  { return 0, unix.EINVAL }
+func (ep *File) Write(*vfs.IOSeq, int64) (int, error) { return 0, unix.EINVAL }
+
+// Stat implements vfs.FileImpl.
+func (ep *File) Stat() (vfs.Stat, error) { return vfs.Stat{Mode: 0o600, Nlink: 1, Blksize: 4096}, nil }
+
+// Ioctl implements vfs.FileImpl.
+func (ep *File) Ioctl(uint32, uintptr, vfs.IoctlIO) (uintptr, error) { return 0, unix.ENOTTY }
+
+// Release implements vfs.FileImpl: the interest list goes.
+func (ep *File) Release() {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	for _, it := range ep.interest {
+		ep.removeLocked(it)
+	}
+	ep.readyq = nil
+}
+
+// Name is what /proc/<pid>/fd shows.
+func (ep *File) Name() string { return "anon_inode:[eventpoll]" }

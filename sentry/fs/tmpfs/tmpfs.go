@@ -1,0 +1,266 @@
+// Package tmpfs is an in-memory file system, as Linux's tmpfs: directories,
+// regular files whose data lives in the sentry's memory, symlinks and hard
+// links, with inode numbers, link counts, timestamps and an optional size
+// limit (ENOSPC). It never touches the host. vfs checks names, types and
+// permissions before calling it; tmpfs stores what it is told and answers
+// only what it alone knows (ENOTEMPTY, ENOSPC). FIFOs, sockets and device
+// nodes are not kept: mknod of one gives EPERM.
+package tmpfs
+
+import (
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// Magic is TMPFS_MAGIC, statfs's f_type.
+const Magic = 0x01021994
+
+// bogoDirentSize is what each entry adds to a directory's size, as in
+// Linux's tmpfs (an empty directory has size 2*20, for "." and "..").
+const bogoDirentSize = 20
+
+// fs is one mounted tmpfs.
+type fs struct {
+	dev  uint64
+	inos atomic.Uint64
+
+	// mu serialises changes to names (create, link, unlink, rename), so
+	// that those may lock several inodes; everything else locks one.
+	mu sync.Mutex
+
+	maxPages int64        // the size limit
+	pages    atomic.Int64 // pages held by files
+	inodes   atomic.Int64 // inodes with a name or an open file
+}
+
+// inode is a file, directory or symlink. mu guards every field below it.
+type inode struct {
+	fs  *fs
+	ino uint64
+
+	mu                  sync.Mutex
+	mode                uint32 // type and permission bits
+	nlink               uint64
+	uid, gid            uint32
+	size                int64
+	atime, mtime, ctime unix.Timespec
+
+	// Directories: entries by name, listed in the order they were made.
+	entries map[string]*entry
+	seq     uint64
+	dead    bool // removed: nothing may be made in it
+
+	// Regular files: data by page index; a missing page reads as zeros.
+	data  map[int64]*page
+	opens int  // open files, which keep the data of an unlinked file
+	freed bool // no name and no open file left: the data is gone
+
+	target string // symlinks
+}
+
+type entry struct {
+	n   *inode
+	seq uint64
+}
+
+// New returns the root dentry of a new tmpfs with opts. Without a size
+// limit, the limit is the host's memory, as it is in effect.
+func New(opts Options) *vfs.Dentry {
+	f := &fs{dev: vfs.NewAnonDev(), maxPages: (opts.Size + pageSize - 1) / pageSize}
+	if f.maxPages == 0 {
+		var si unix.Sysinfo_t
+		f.maxPages = math.MaxInt64
+		if err := unix.Sysinfo(&si); err == nil && si.Totalram > 0 {
+			f.maxPages = int64(uint64(si.Totalram) * uint64(si.Unit) / pageSize)
+		}
+	}
+	root := f.newInode(unix.S_IFDIR|opts.Mode&0o7777, opts.UID, opts.GID, now())
+	return vfs.NewRoot(root)
+}
+
+// now is the time stamps are taken from: the host's real-time clock, which
+// is the guest's too.
+func now() unix.Timespec {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_REALTIME, &ts)
+	return ts
+}
+
+func (f *fs) newInode(mode, uid, gid uint32, t unix.Timespec) *inode {
+	n := &inode{fs: f, ino: f.inos.Add(1), mode: mode, nlink: 1, uid: uid, gid: gid, atime: t, mtime: t, ctime: t}
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		n.nlink = 2
+		n.entries = make(map[string]*entry)
+		n.size = 2 * bogoDirentSize
+	case unix.S_IFREG:
+		n.data = make(map[int64]*page)
+	}
+	f.inodes.Add(1)
+	return n
+}
+
+func (n *inode) isDir() bool { return n.mode&unix.S_IFMT == unix.S_IFDIR }
+
+// Stat implements vfs.Inode.
+func (n *inode) Stat() (vfs.Stat, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.statLocked(), nil
+}
+
+func (n *inode) statLocked() vfs.Stat {
+	return vfs.Stat{Dev: n.fs.dev, Ino: n.ino, Mode: n.mode, Nlink: n.nlink, UID: n.uid, GID: n.gid,
+		Size: n.size, Blksize: pageSize, Blocks: int64(len(n.data)) * (pageSize / 512),
+		Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime}
+}
+
+// Lookup implements vfs.Inode.
+func (n *inode) Lookup(name string) (vfs.Inode, error) {
+	if !n.isDir() {
+		return nil, unix.ENOTDIR
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e, ok := n.entries[name]
+	if !ok {
+		return nil, unix.ENOENT
+	}
+	return e.n, nil
+}
+
+// ReadDir implements vfs.Inode: entries in the order they were made.
+func (n *inode) ReadDir() ([]vfs.Dirent, error) {
+	if !n.isDir() {
+		return nil, unix.ENOTDIR
+	}
+	n.mu.Lock()
+	if n.dead {
+		n.mu.Unlock()
+		return nil, unix.ENOENT
+	}
+	type named struct {
+		name string
+		e    *entry
+	}
+	list := make([]named, 0, len(n.entries))
+	for name, e := range n.entries {
+		list = append(list, named{name, e})
+	}
+	n.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool { return list[i].e.seq < list[j].e.seq })
+	out := make([]vfs.Dirent, len(list))
+	for i, l := range list {
+		// The child's type and number never change.
+		out[i] = vfs.Dirent{Name: l.name, Ino: l.e.n.ino, Type: vfs.DirentType(l.e.n.mode)}
+	}
+	return out, nil
+}
+
+// Readlink implements vfs.Inode.
+func (n *inode) Readlink() (string, error) {
+	if n.mode&unix.S_IFMT != unix.S_IFLNK {
+		return "", unix.EINVAL
+	}
+	return n.target, nil
+}
+
+// Open implements vfs.Inode. O_TRUNC empties a regular file (and updates
+// its times, even when it was empty).
+func (n *inode) Open(flags int) (vfs.FileImpl, error) {
+	switch n.mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return dirFile{n}, nil
+	case unix.S_IFREG:
+	default:
+		return nil, unix.ENXIO
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if flags&unix.O_TRUNC != 0 {
+		t := now()
+		n.truncateLocked(0)
+		n.mtime, n.ctime = t, t
+	}
+	n.opens++
+	return &file{n: n}, nil
+}
+
+// StatFS implements vfs.FSStater.
+func (n *inode) StatFS() (vfs.FSStat, error) {
+	f := n.fs
+	used := uint64(f.pages.Load())
+	total := uint64(f.maxPages)
+	free := uint64(0)
+	if total > used {
+		free = total - used
+	}
+	files := total / 2
+	inodes := uint64(f.inodes.Load())
+	ffree := uint64(0)
+	if files > inodes {
+		ffree = files - inodes
+	}
+	return vfs.FSStat{Type: Magic, Bsize: pageSize, Blocks: total, Bfree: free, Bavail: free,
+		Files: files, Ffree: ffree, Namelen: vfs.NameMax}, nil
+}
+
+// SetAttr implements vfs.AttrSetter.
+func (n *inode) SetAttr(a *vfs.Attr) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t := now()
+	if a.Mask&vfs.SetSize != 0 {
+		if n.mode&unix.S_IFMT != unix.S_IFREG {
+			return unix.EINVAL
+		}
+		if a.Size != n.size {
+			n.truncateLocked(a.Size)
+			n.mtime = t
+		}
+	}
+	if a.Mask&vfs.SetMode != 0 {
+		n.mode = n.mode&unix.S_IFMT | a.Mode&0o7777
+	}
+	if a.Mask&vfs.SetUID != 0 {
+		n.uid = a.UID
+	}
+	if a.Mask&vfs.SetGID != 0 {
+		n.gid = a.GID
+	}
+	at := func(ts unix.Timespec) unix.Timespec {
+		if ts.Nsec == unix.UTIME_NOW {
+			return t
+		}
+		return ts
+	}
+	if a.Mask&vfs.SetAtime != 0 {
+		n.atime = at(a.Atime)
+	}
+	if a.Mask&vfs.SetMtime != 0 {
+		n.mtime = at(a.Mtime)
+	}
+	n.ctime = t
+	return nil
+}
+
+// dirFile is an open directory: vfs lists it through the inode and answers
+// reads with EISDIR.
+type dirFile struct{ n *inode }
+
+func (dirFile) Read(*vfs.IOSeq, int64) (int, error)  { return 0, unix.EISDIR }
+func (dirFile) Write(*vfs.IOSeq, int64) (int, error) { return 0, unix.EISDIR }
+func (d dirFile) Stat() (vfs.Stat, error)            { return d.n.Stat() }
+func (dirFile) Ioctl(uint32, uintptr, vfs.IoctlIO) (uintptr, error) {
+	return 0, unix.ENOTTY
+}
+func (dirFile) Release() {}
+
+// Directories are seekable: lseek(fd, 0, SEEK_SET) rewinds a listing.
+func (dirFile) Size() (int64, error) { return 0, nil }

@@ -1,0 +1,270 @@
+package kernel
+
+import (
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/mm"
+)
+
+// futexTable holds the tasks waiting on futexes, by key. One lock for the
+// whole table: a waiter checks the word and queues itself under it, and a
+// waker takes it before it looks for waiters, so no wake is lost.
+type futexTable struct {
+	mu      sync.Mutex
+	waiters map[mm.FutexKey][]*futexWaiter
+}
+
+type futexWaiter struct {
+	key    mm.FutexKey
+	bitset uint32
+	woken  chan struct{} // closed by the waker
+}
+
+// FutexBitsetMatchAny is FUTEX_BITSET_MATCH_ANY.
+const FutexBitsetMatchAny = 0xffffffff
+
+// FutexWait sleeps while the word at addr holds val, until woken (by a wake
+// whose bitset meets bitset), the deadline (ETIMEDOUT) or a signal.
+func (t *Task) FutexWait(addr uintptr, val uint32, bitset uint32, private bool, deadline time.Time) error {
+	key, err := t.mm.FutexKey(addr, private)
+	if err != nil {
+		return err
+	}
+	ft := &t.k.futexes
+	ft.mu.Lock()
+	cur, err := t.mm.LoadU32(addr)
+	if err != nil {
+		ft.mu.Unlock()
+		return err
+	}
+	if cur != val {
+		ft.mu.Unlock()
+		return unix.EAGAIN
+	}
+	w := &futexWaiter{key: key, bitset: bitset, woken: make(chan struct{})}
+	if ft.waiters == nil {
+		ft.waiters = make(map[mm.FutexKey][]*futexWaiter)
+	}
+	ft.waiters[key] = append(ft.waiters[key], w)
+	ft.mu.Unlock()
+
+	err = t.BlockUntil(w.woken, deadline)
+	if err != nil {
+		ft.mu.Lock()
+		removed := ft.remove(w)
+		ft.mu.Unlock()
+		if !removed {
+			return nil // woken just as it gave up: the wake counts
+		}
+	}
+	return err
+}
+
+// remove takes w off its queue; it reports false if a waker took it first.
+func (ft *futexTable) remove(w *futexWaiter) bool {
+	q := ft.waiters[w.key]
+	for i, x := range q {
+		if x == w {
+			ft.set(w.key, append(q[:i:i], q[i+1:]...))
+			return true
+		}
+	}
+	return false
+}
+
+func (ft *futexTable) set(key mm.FutexKey, q []*futexWaiter) {
+	if len(q) == 0 {
+		delete(ft.waiters, key)
+	} else {
+		ft.waiters[key] = q
+	}
+}
+
+// wakeLocked wakes up to n waiters on key whose bitset meets bitset.
+func (ft *futexTable) wakeLocked(key mm.FutexKey, n int, bitset uint32) int {
+	q := ft.waiters[key]
+	woken := 0
+	kept := q[:0]
+	for _, w := range q {
+		if woken < n && w.bitset&bitset != 0 {
+			close(w.woken)
+			woken++
+			continue
+		}
+		kept = append(kept, w)
+	}
+	ft.set(key, kept)
+	return woken
+}
+
+// FutexWake wakes up to n tasks waiting on the word at addr.
+func (t *Task) FutexWake(addr uintptr, n int, bitset uint32, private bool) (int, error) {
+	key, err := t.mm.FutexKey(addr, private)
+	if err != nil {
+		return 0, err
+	}
+	ft := &t.k.futexes
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	return ft.wakeLocked(key, n, bitset), nil
+}
+
+// FutexRequeue wakes up to nWake waiters on addr and moves up to nMove
+// more to addr2. With cmp, it first checks that addr holds val (EAGAIN).
+func (t *Task) FutexRequeue(addr, addr2 uintptr, nWake, nMove int, cmp bool, val uint32, private bool) (int, error) {
+	key, err := t.mm.FutexKey(addr, private)
+	if err != nil {
+		return 0, err
+	}
+	key2, err := t.mm.FutexKey(addr2, private)
+	if err != nil {
+		return 0, err
+	}
+	ft := &t.k.futexes
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if cmp {
+		cur, err := t.mm.LoadU32(addr)
+		if err != nil {
+			return 0, err
+		}
+		if cur != val {
+			return 0, unix.EAGAIN
+		}
+	}
+	woken := ft.wakeLocked(key, nWake, FutexBitsetMatchAny)
+	q := ft.waiters[key]
+	moved := 0
+	for moved < nMove && len(q) > 0 {
+		w := q[0]
+		q = q[1:]
+		w.key = key2
+		ft.waiters[key2] = append(ft.waiters[key2], w)
+		moved++
+	}
+	ft.set(key, q)
+	return woken + moved, nil
+}
+
+// FutexWakeOp implements FUTEX_WAKE_OP: it changes the word at addr2 with
+// op, wakes up to n waiters on addr, and if the old value of addr2 meets
+// op's comparison, up to n2 waiters on addr2.
+func (t *Task) FutexWakeOp(addr, addr2 uintptr, n, n2 int, op uint32, private bool) (int, error) {
+	key, err := t.mm.FutexKey(addr, private)
+	if err != nil {
+		return 0, err
+	}
+	key2, err := t.mm.FutexKey(addr2, private)
+	if err != nil {
+		return 0, err
+	}
+	opType, cmpType := (op>>28)&0xf, (op>>24)&0xf
+	oparg, cmparg := (op>>12)&0xfff, op&0xfff
+	if opType&8 != 0 { // FUTEX_OP_OPARG_SHIFT
+		if oparg > 31 {
+			return 0, unix.EINVAL
+		}
+		oparg = 1 << oparg
+		opType &^= 8
+	}
+	ft := &t.k.futexes
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	var bad bool
+	old, err := t.mm.UpdateU32(addr2, func(v uint32) (uint32, bool) {
+		switch opType {
+		case 0:
+			return oparg, true // SET
+		case 1:
+			return v + oparg, true // ADD
+		case 2:
+			return v | oparg, true // OR
+		case 3:
+			return v &^ oparg, true // ANDN
+		case 4:
+			return v ^ oparg, true // XOR
+		}
+		bad = true
+		return v, false
+	})
+	if err != nil {
+		return 0, err
+	}
+	if bad {
+		return 0, unix.ENOSYS
+	}
+	woken := ft.wakeLocked(key, n, FutexBitsetMatchAny)
+	o, c := int32(old), int32(cmparg)
+	var hit bool
+	switch cmpType {
+	case 0:
+		hit = o == c
+	case 1:
+		hit = o != c
+	case 2:
+		hit = o < c
+	case 3:
+		hit = o <= c
+	case 4:
+		hit = o > c
+	case 5:
+		hit = o >= c
+	default:
+		return woken, unix.ENOSYS
+	}
+	if hit {
+		woken += ft.wakeLocked(key2, n2, FutexBitsetMatchAny)
+	}
+	return woken, nil
+}
+
+// Robust futex list bits.
+const (
+	futexWaiters   = 0x80000000
+	futexOwnerDied = 0x40000000
+	futexTIDMask   = 0x3fffffff
+	robustLimit    = 2048
+)
+
+// exitRobustList marks the futexes the exiting task held as their owner
+// dead and wakes a waiter on each, as Linux does for robust mutexes.
+func (t *Task) exitRobustList() {
+	head := t.robustList
+	if head == 0 {
+		return
+	}
+	var h [3]uint64 // next, futex_offset, list_op_pending
+	if _, err := t.mm.CopyIn(head, u64bytes(h[:])); err != nil {
+		return
+	}
+	offset := int64(h[1])
+	handle := func(entry uint64) {
+		addr := uintptr(int64(entry) + offset)
+		old, err := t.mm.UpdateU32(addr, func(v uint32) (uint32, bool) {
+			if v&futexTIDMask != uint32(t.tid) {
+				return v, false
+			}
+			return v&futexWaiters | futexOwnerDied, true
+		})
+		if err == nil && old&futexTIDMask == uint32(t.tid) && old&futexWaiters != 0 {
+			t.FutexWake(addr, 1, FutexBitsetMatchAny, false)
+		}
+	}
+	entry := h[0]
+	for i := 0; entry != uint64(head) && entry != 0 && i < robustLimit; i++ {
+		var next [1]uint64
+		if _, err := t.mm.CopyIn(uintptr(entry), u64bytes(next[:])); err != nil {
+			break
+		}
+		if entry != h[2] {
+			handle(entry)
+		}
+		entry = next[0]
+	}
+	if h[2] != 0 {
+		handle(h[2])
+	}
+}

@@ -1,0 +1,102 @@
+package kernel
+
+import "golang.org/x/sys/unix"
+
+// Process groups and sessions, and finding processes by id.
+
+// ThreadGroupByPID returns the process pid (a zombie too), or nil.
+func (k *Kernel) ThreadGroupByPID(pid int32) *ThreadGroup {
+	k.treeMu.Lock()
+	defer k.treeMu.Unlock()
+	return k.tgs[pid]
+}
+
+// ProcessGroup returns the living processes of group pgid.
+func (k *Kernel) ProcessGroup(pgid int32) []*ThreadGroup {
+	k.treeMu.Lock()
+	defer k.treeMu.Unlock()
+	var out []*ThreadGroup
+	for _, tg := range k.tgs {
+		if tg.pgid == pgid && !tg.zombie {
+			out = append(out, tg)
+		}
+	}
+	return out
+}
+
+// Setpgid implements setpgid(2): pid 0 is the caller, pgid 0 is pid.
+func (t *Task) Setpgid(pid, pgid int32) error {
+	k := t.k
+	if pgid < 0 {
+		return unix.EINVAL
+	}
+	k.treeMu.Lock()
+	defer k.treeMu.Unlock()
+	self := t.tg
+	target := self
+	if pid != 0 && pid != self.pid {
+		target = k.tgs[pid]
+		if target == nil || target.parent != self {
+			return unix.ESRCH
+		}
+		if target.execed {
+			return unix.EACCES
+		}
+	}
+	if pgid == 0 {
+		pgid = target.pid
+	}
+	switch {
+	case target.sid != self.sid:
+		return unix.EPERM
+	case target.pid == target.sid:
+		return unix.EPERM // a session leader cannot move
+	}
+	if pgid != target.pid {
+		ok := false
+		for _, tg := range k.tgs {
+			if tg.pgid == pgid && tg.sid == self.sid && !tg.zombie {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return unix.EPERM
+		}
+	}
+	target.pgid = pgid
+	return nil
+}
+
+// Setsid implements setsid(2).
+func (t *Task) Setsid() (int32, error) {
+	k := t.k
+	k.treeMu.Lock()
+	defer k.treeMu.Unlock()
+	tg := t.tg
+	for _, o := range k.tgs {
+		if o.pgid == tg.pid && !o.zombie {
+			return 0, unix.EPERM // already a process group leader
+		}
+	}
+	tg.sid, tg.pgid = tg.pid, tg.pid
+	return tg.pid, nil
+}
+
+// PGIDOf and SIDOf return another process's group and session (getpgid,
+// getsid).
+func (tg *ThreadGroup) PGIDOf() int32 {
+	tg.k.treeMu.Lock()
+	defer tg.k.treeMu.Unlock()
+	return tg.pgid
+}
+
+// SIDOf returns the process's session.
+func (tg *ThreadGroup) SIDOf() int32 {
+	tg.k.treeMu.Lock()
+	defer tg.k.treeMu.Unlock()
+	return tg.sid
+}
+
+// IsInit reports whether tg is the sandbox's init.
+func (tg *ThreadGroup) IsInit() bool { return tg == tg.k.init }

@@ -1,0 +1,161 @@
+package kernel
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+// groupExitLocked ends every task of the process with status s (tg.mu
+// held): exit_group, a fatal signal, or init's end.
+func (tg *ThreadGroup) groupExitLocked(s ExitStatus) {
+	if tg.exiting {
+		return
+	}
+	tg.exiting = true
+	tg.status = s
+	tg.continueLocked() // a stopped process must run to die
+	for _, t := range tg.tasks {
+		t.exiting.Store(true)
+		t.kick()
+	}
+}
+
+// stopLocked stops the process for signal sig (tg.mu held).
+func (tg *ThreadGroup) stopLocked(sig int) {
+	if tg.stopped || tg.exiting {
+		return
+	}
+	tg.stopped, tg.stopSig, tg.stopReported, tg.continued = true, sig, false, false
+	tg.contCh = make(chan struct{})
+	for _, t := range tg.tasks {
+		t.kick()
+	}
+	go tg.notifyParent(CLDStopped, sig)
+}
+
+// continueLocked resumes a stopped process (tg.mu held).
+func (tg *ThreadGroup) continueLocked() {
+	if !tg.stopped {
+		return
+	}
+	tg.stopped, tg.continued = false, true
+	close(tg.contCh)
+	go tg.notifyParent(CLDCont, int(unix.SIGCONT))
+}
+
+// notifyParent tells the parent about a stop or continue: a SIGCHLD unless
+// it asked not to (SA_NOCLDSTOP), and a wake-up of its waiters. It runs on
+// its own goroutine: its callers hold the process's lock, which comes after
+// the tree lock it needs.
+func (tg *ThreadGroup) notifyParent(code int32, status int) {
+	k := tg.k
+	k.treeMu.Lock()
+	parent := tg.parent
+	k.treeMu.Unlock()
+	if parent == nil {
+		return
+	}
+	if parent.Action(int(unix.SIGCHLD)).Flags&SANoCldStop == 0 {
+		info := SigInfo{Signo: int32(unix.SIGCHLD), Code: code}
+		info.SetChild(tg.pid, 0, int32(status))
+		parent.SendSignal(info)
+	}
+	parent.childEvents.broadcast()
+}
+
+// handleSignals runs before the task returns to guest code whenever its
+// check flag is set: it ends the task if its process is exiting, waits
+// while the process is stopped, and delivers one pending signal.
+func (t *Task) handleSignals() {
+	tg := t.tg
+	for {
+		tg.mu.Lock()
+		t.check.Store(false)
+		select { // a stale wake-up must not cut the next blocking call short
+		case <-t.interrupt:
+		default:
+		}
+		if tg.exiting || t.exiting.Load() {
+			t.exiting.Store(true)
+			tg.mu.Unlock()
+			return
+		}
+		if tg.stopped {
+			cont := tg.contCh
+			tg.mu.Unlock()
+			select {
+			case <-cont:
+			case <-t.interrupt:
+			}
+			continue
+		}
+		info, ok := t.pending.dequeue(t.sigMask)
+		if !ok {
+			info, ok = tg.pending.dequeue(t.sigMask)
+		}
+		if !ok {
+			if t.haveSavedMask {
+				// A temporary mask (rt_sigsuspend) outlives its call only
+				// until a handler runs.
+				t.haveSavedMask = false
+				t.setSigMaskLocked(t.savedMask)
+			}
+			tg.mu.Unlock()
+			t.finishRestart(false, 0)
+			return
+		}
+		sig := int(info.Signo)
+		act := tg.Action(sig)
+		switch {
+		case act.Handler == SigIgn:
+			tg.mu.Unlock()
+			continue
+		case act.Handler != SigDfl:
+			t.check.Store(true) // look again once the frame is set up
+			tg.mu.Unlock()
+			t.finishRestart(true, act.Flags)
+			if err := t.deliverHandler(&info, act); err != nil {
+				t.Log("signal %d: cannot write the signal frame: %v", sig, err)
+				t.forceSignal(SigInfo{Signo: int32(unix.SIGSEGV), Code: SIKernel})
+			}
+			return
+		}
+		switch defaultActionOf(sig) {
+		case actIgnore, actContinue:
+			tg.mu.Unlock()
+		case actStop:
+			tg.stopLocked(sig)
+			tg.mu.Unlock()
+		default:
+			if tg == t.k.init && info.Code != SIKernel && !isFault(sig) {
+				tg.mu.Unlock() // init is immune to signals it has no handler for
+				continue
+			}
+			tg.groupExitLocked(ExitStatus{Signo: sig})
+			tg.mu.Unlock()
+			return
+		}
+	}
+}
+
+func isFault(sig int) bool { return syncSignals&sigBit(sig) != 0 }
+
+// finishRestart settles a system call that returned a restart code: with
+// a handler about to run, EINTR unless the call may restart; without, the
+// call is run again.
+func (t *Task) finishRestart(handler bool, flags uint64) {
+	errno := unix.Errno(t.restart)
+	t.restart = 0
+	if errno == 0 {
+		return
+	}
+	restart := !handler || errno == ERESTARTNOINTR || (errno == ERESTARTSYS && flags&SARestart != 0)
+	if restart {
+		t.regs.Rax = t.regs.OrigRax
+		t.regs.Rip -= 2 // the syscall instruction is two bytes
+	} else {
+		t.regs.Rax = errnoReturn(unix.EINTR)
+	}
+}
+
+// errnoReturn is the value rax holds when a system call fails with errno.
+func errnoReturn(errno unix.Errno) uint64 { return uint64(-int64(errno)) }

@@ -1,0 +1,191 @@
+package kernel
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/platform"
+	"github.com/moat-sandbox/moat/sentry/mm"
+)
+
+// CloneOptions are clone(2)'s and clone3(2)'s arguments.
+type CloneOptions struct {
+	Flags      uint64
+	Stack      uint64 // the child's stack pointer, or 0 for the parent's
+	ParentTID  uintptr
+	ChildTID   uintptr
+	TLS        uint64
+	ExitSignal int
+}
+
+// Namespace flags: new namespaces are not offered (a process in the
+// sandbox has no CAP_SYS_ADMIN over it).
+const cloneNamespaces = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER |
+	unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME
+
+// Clone creates a task: a thread of this process (CLONE_THREAD), or a new
+// process sharing (CLONE_VM, CLONE_FILES, ...) or copying the caller's
+// memory, files and the rest. It returns the new task's id.
+func (t *Task) Clone(o CloneOptions) (int32, error) {
+	f := o.Flags
+	switch {
+	case f&unix.CLONE_THREAD != 0 && f&unix.CLONE_SIGHAND == 0,
+		f&unix.CLONE_SIGHAND != 0 && f&unix.CLONE_VM == 0,
+		f&unix.CLONE_FS != 0 && f&unix.CLONE_NEWNS != 0,
+		f&unix.CLONE_PIDFD != 0:
+		return 0, unix.EINVAL
+	case f&cloneNamespaces != 0:
+		return 0, unix.EPERM
+	case !ValidSignal(o.ExitSignal) && o.ExitSignal != 0:
+		return 0, unix.EINVAL
+	}
+	k := t.k
+
+	// Memory, and a thread to run the child on.
+	var (
+		m   *mm.MemoryManager
+		ctx platform.Context
+		err error
+	)
+	if f&unix.CLONE_VM != 0 {
+		m = t.mm
+		if ctx, err = m.AddressSpace().NewContext(); err != nil {
+			return 0, unix.EAGAIN
+		}
+		m.IncUsers()
+	} else {
+		as, err := k.Platform.NewAddressSpace()
+		if err != nil {
+			t.Log("clone: %v", err)
+			return 0, unix.EAGAIN
+		}
+		m = t.mm.Fork(as)
+		if ctx, err = as.NewContext(); err != nil {
+			m.Release()
+			return 0, unix.EAGAIN
+		}
+	}
+	copy(ctx.FPState(), t.ctx.FPState())
+
+	child := newTask(k, nil)
+	child.ctx, child.mm, child.exe, child.comm = ctx, m, t.exe, t.comm
+	child.regs = t.regs
+	child.regs.Rax = 0
+	if o.Stack != 0 {
+		child.regs.Rsp = o.Stack
+	}
+	if f&unix.CLONE_SETTLS != 0 {
+		child.regs.FSBase = o.TLS
+	}
+	if f&unix.CLONE_FILES != 0 {
+		child.fds = t.fds
+		t.fds.IncRef()
+	} else {
+		child.fds = t.fds.Fork()
+	}
+	if f&unix.CLONE_FS != 0 {
+		child.fs = t.fs
+	} else {
+		child.fs = t.fs.Fork()
+	}
+	child.creds = t.creds.Fork()
+	child.prctl = t.prctl
+	child.prctl.PdeathSig = 0
+	child.altStack = t.altStack
+	if f&unix.CLONE_VM != 0 && f&unix.CLONE_VFORK == 0 {
+		child.altStack = AltStack{Flags: ssDisable}
+	}
+	if f&unix.CLONE_CHILD_CLEARTID != 0 {
+		child.clearChildTID = o.ChildTID
+	}
+	if f&unix.CLONE_VFORK != 0 {
+		child.vforkDone = make(chan struct{})
+	}
+	undo := func() {
+		child.fds.DecRef()
+		if !m.DecUsers() {
+			ctx.Release()
+		}
+	}
+
+	k.treeMu.Lock()
+	tid := k.allocTIDLocked()
+	if tid == 0 {
+		k.treeMu.Unlock()
+		undo()
+		return 0, unix.EAGAIN
+	}
+	child.tid = tid
+	if f&unix.CLONE_THREAD != 0 {
+		child.tg = t.tg
+	} else {
+		parent := t.tg
+		if f&unix.CLONE_PARENT != 0 {
+			parent = t.tg.parent
+		}
+		if parent == nil {
+			k.treeMu.Unlock()
+			undo()
+			return 0, unix.EINVAL // init has no parent to share
+		}
+		sighand := t.tg.sighand
+		if f&unix.CLONE_SIGHAND == 0 {
+			sighand = sighand.copyHand()
+		}
+		tg := newThreadGroup(k, tid, sighand)
+		tg.parent, tg.pgid, tg.sid, tg.exitSignal = parent, t.tg.pgid, t.tg.sid, o.ExitSignal
+		tg.limits.setAll(t.tg.limits.all())
+		parent.children[tg] = struct{}{}
+		k.tgs[tid] = tg
+		child.tg = tg
+	}
+	tg := child.tg
+	if f&unix.CLONE_VM == 0 {
+		m.SetLimitAS(tg.limitAS)
+		m.SetLimitStack(tg.limitStack)
+	}
+	tg.mu.Lock()
+	if tg.exiting {
+		tg.mu.Unlock()
+		delete(k.tgs, tid)
+		k.treeMu.Unlock()
+		undo()
+		return 0, unix.EINTR
+	}
+	child.sigMask = t.sigMask
+	tg.tasks = append(tg.tasks, child)
+	tg.mu.Unlock()
+	k.tasks[tid] = child
+	k.treeMu.Unlock()
+
+	if f&unix.CLONE_CHILD_SETTID != 0 {
+		m.UpdateU32(o.ChildTID, func(uint32) (uint32, bool) { return uint32(tid), true })
+	}
+	if f&unix.CLONE_PARENT_SETTID != 0 {
+		t.mm.UpdateU32(o.ParentTID, func(uint32) (uint32, bool) { return uint32(tid), true })
+	}
+	go child.run()
+
+	if child.vforkDone != nil {
+		// The parent waits until the child execs or exits; only its own
+		// death ends the wait early.
+		for {
+			select {
+			case <-child.vforkDone:
+			case <-t.interrupt:
+				if !t.exiting.Load() {
+					continue
+				}
+			}
+			break
+		}
+	}
+	return tid, nil
+}
+
+// releaseVfork lets a vfork parent go on (the child execs or exits).
+func (t *Task) releaseVfork() {
+	if t.vforkDone != nil {
+		close(t.vforkDone)
+		t.vforkDone = nil
+	}
+}

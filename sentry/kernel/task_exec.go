@@ -1,0 +1,84 @@
+package kernel
+
+// Execve replaces the process's program (execve(2), execveat(2)) with the
+// one target names. Until the new program is loaded, nothing changes and
+// errors go back to the caller; then the other threads are ended, and the
+// task starts the new program.
+func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
+	k, tg := t.k, t.tg
+	img, err := k.loadProgram(target, t.creds, argv, envv)
+	if err != nil {
+		return err
+	}
+	if !t.endOtherThreads() {
+		img.mm.Release()
+		return ErrNoReturn // killed meanwhile: the task is exiting
+	}
+
+	old, oldCtx := t.mm, t.ctx
+	t.mm, t.ctx, t.regs, t.exe, t.comm = img.mm, img.ctx, img.regs, img.exe, img.comm
+	t.mm.SetLimitAS(tg.limitAS)
+	t.mm.SetLimitStack(tg.limitStack)
+	if len(t.comm) > 15 {
+		t.comm = t.comm[:15]
+	}
+	if !old.DecUsers() {
+		oldCtx.Release()
+	}
+	t.releaseVfork()
+
+	// What execve resets: a file table of its own without close-on-exec
+	// files, caught signals back to default (in a table of its own),
+	// the alternate stack, the robust list.
+	if t.fds.shared() {
+		fds := t.fds.Fork()
+		t.fds.DecRef()
+		t.fds = fds
+	}
+	t.fds.closeOnExec()
+	tg.sighand = tg.sighand.copyHand()
+	tg.sighand.resetForExec()
+	t.altStack = AltStack{Flags: ssDisable}
+	t.robustList, t.clearChildTID = 0, 0
+	t.prctl.Dumpable = 1
+
+	k.treeMu.Lock()
+	tg.execed = true
+	if t.tid != tg.pid {
+		// The thread that execs takes over the process id, as on Linux.
+		delete(k.tasks, t.tid)
+		t.tid = tg.pid
+		k.tasks[t.tid] = t
+	}
+	k.treeMu.Unlock()
+	return ErrNoReturn
+}
+
+// endOtherThreads kills the process's other tasks and waits until they are
+// gone. It reports false if the calling task itself was killed meanwhile.
+func (t *Task) endOtherThreads() bool {
+	tg := t.tg
+	for {
+		tg.mu.Lock()
+		if tg.exiting || t.exiting.Load() {
+			tg.mu.Unlock()
+			return false
+		}
+		if len(tg.tasks) == 1 {
+			tg.mu.Unlock()
+			return true
+		}
+		for _, o := range tg.tasks {
+			if o != t {
+				o.exiting.Store(true)
+				o.kick()
+			}
+		}
+		ch := tg.taskExits.wait()
+		tg.mu.Unlock()
+		select {
+		case <-ch:
+		case <-t.interrupt:
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package kernel
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+// WaitOptions are wait4's and waitid's choices, decoded.
+type WaitOptions struct {
+	// Which children: Pid > 0 that one, Pid == -1 any, PGID != 0 that
+	// process group.
+	Pid, PGID int32
+	Exited    bool // WEXITED (always for wait4)
+	Stopped   bool // WUNTRACED / WSTOPPED
+	Continued bool // WCONTINUED
+	NoHang    bool // WNOHANG
+	NoWait    bool // WNOWAIT: leave the child waitable
+	// Clone children (exit signal other than SIGCHLD): __WCLONE selects
+	// only them, __WALL both.
+	Clone, All bool
+}
+
+// WaitResult is what a wait found.
+type WaitResult struct {
+	Pid    int32
+	UID    uint32
+	Status int32 // wait4's status word
+	Code   int32 // waitid's si_code: CLD_EXITED, CLD_KILLED, CLD_STOPPED, CLD_CONTINUED
+	Info   int32 // waitid's si_status: the exit code or the signal
+	Usage  Usage // the child's, for an exited child
+}
+
+// Wait waits for a child to change state, as wait4 and waitid do. It gives
+// ECHILD when no child matches, a zero result with NoHang when none has
+// changed, and ERESTARTSYS if a signal interrupts it.
+func (t *Task) Wait(o WaitOptions) (WaitResult, error) {
+	k, tg := t.k, t.tg
+	for {
+		k.treeMu.Lock()
+		ch := tg.childEvents.wait()
+		res, found, matched := tg.findWaitableLocked(o)
+		k.treeMu.Unlock()
+		switch {
+		case found:
+			return res, nil
+		case !matched:
+			return WaitResult{}, unix.ECHILD
+		case o.NoHang:
+			return WaitResult{}, nil
+		}
+		if err := t.Block(ch); err != nil {
+			return WaitResult{}, err
+		}
+	}
+}
+
+// findWaitableLocked looks for a child whose change o asks for (treeMu
+// held); matched says whether any child fits o at all.
+func (tg *ThreadGroup) findWaitableLocked(o WaitOptions) (res WaitResult, found, matched bool) {
+	for c := range tg.children {
+		if !c.waitMatches(o) {
+			continue
+		}
+		matched = true
+		if c.zombie && o.Exited {
+			c.mu.Lock()
+			s := c.status
+			c.mu.Unlock()
+			res = WaitResult{Pid: c.pid, Status: int32(s.Code << 8), Code: CLDExited, Info: int32(s.Code), Usage: c.usage}
+			if s.Signo != 0 {
+				res.Status, res.Code, res.Info = int32(s.Signo), CLDKilled, int32(s.Signo)
+			}
+			if !o.NoWait {
+				c.reapLocked()
+			}
+			return res, true, true
+		}
+		c.mu.Lock()
+		switch {
+		case o.Stopped && c.stopped && !c.stopReported:
+			res = WaitResult{Pid: c.pid, Status: int32(c.stopSig<<8 | 0x7f), Code: CLDStopped, Info: int32(c.stopSig)}
+			if !o.NoWait {
+				c.stopReported = true
+			}
+			found = true
+		case o.Continued && c.continued:
+			res = WaitResult{Pid: c.pid, Status: 0xffff, Code: CLDCont, Info: int32(unix.SIGCONT)}
+			if !o.NoWait {
+				c.continued = false
+			}
+			found = true
+		}
+		c.mu.Unlock()
+		if found {
+			return res, true, true
+		}
+	}
+	return res, false, matched
+}
+
+// waitMatches reports whether child c is one that o selects.
+func (c *ThreadGroup) waitMatches(o WaitOptions) bool {
+	switch {
+	case o.Pid > 0 && c.pid != o.Pid:
+		return false
+	case o.PGID != 0 && c.pgid != o.PGID:
+		return false
+	}
+	clone := c.exitSignal != int(unix.SIGCHLD)
+	return o.All || clone == o.Clone
+}

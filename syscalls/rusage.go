@@ -1,0 +1,13 @@
+package syscalls
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/kernel"
+)
+
+// copyOutUsage writes a struct rusage for u.
+func copyOutUsage(t *kernel.Task, addr uintptr, u kernel.Usage) error {
+	ru := unix.Rusage{Utime: unix.NsecToTimeval(u.CPU), Maxrss: int64(u.MaxRSS / 1024), Minflt: int64(u.MinFlt)}
+	return copyOutStruct(t, addr, &ru)
+}

@@ -1,0 +1,70 @@
+package syscalls
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/kernel"
+)
+
+// Clone implements Linux syscall clone(2): on x86-64 its arguments are
+// flags, stack, parent_tid, child_tid, tls.
+func Clone(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	o := kernel.CloneOptions{Flags: a[0] &^ 0xff, ExitSignal: int(a[0] & 0xff), Stack: a[1],
+		ParentTID: a.Ptr(2), ChildTID: a.Ptr(3), TLS: a[4]}
+	return retErr(cloneRet(t.Clone(o)))
+}
+
+// Fork implements Linux syscall fork(2).
+func Fork(t *kernel.Task, _ *arch.SyscallArgs) (uintptr, error) {
+	return retErr(cloneRet(t.Clone(kernel.CloneOptions{ExitSignal: int(unix.SIGCHLD)})))
+}
+
+// Vfork implements Linux syscall vfork(2).
+func Vfork(t *kernel.Task, _ *arch.SyscallArgs) (uintptr, error) {
+	return retErr(cloneRet(t.Clone(kernel.CloneOptions{Flags: unix.CLONE_VM | unix.CLONE_VFORK,
+		ExitSignal: int(unix.SIGCHLD)})))
+}
+
+func cloneRet(tid int32, err error) (uintptr, error) { return uintptr(tid), err }
+
+// clone3's struct clone_args, version 0 (64 bytes) and up.
+const cloneArgsSizeVer0 = 64
+
+// Clone3 implements Linux syscall clone3(2).
+func Clone3(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	size := a[1]
+	if size < cloneArgsSizeVer0 || size > 4096 {
+		return 0, unix.EINVAL
+	}
+	buf := make([]byte, size)
+	if _, err := t.CopyIn(a.Ptr(0), buf); err != nil {
+		return 0, err
+	}
+	field := func(i int) uint64 {
+		if (i+1)*8 > len(buf) {
+			return 0
+		}
+		return binary.LittleEndian.Uint64(buf[i*8:])
+	}
+	// flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size,
+	// tls, set_tid, set_tid_size, cgroup
+	for i := 11; i*8 < len(buf); i++ {
+		if field(i) != 0 {
+			return 0, unix.E2BIG // fields this kernel does not know must be zero
+		}
+	}
+	flags, exitSignal, stack, stackSize := field(0), field(4), field(5), field(6)
+	if flags&0xff != 0 || exitSignal > 64 || field(8) != 0 || field(9) != 0 || field(10) != 0 ||
+		(stack == 0) != (stackSize == 0) {
+		return 0, unix.EINVAL
+	}
+	o := kernel.CloneOptions{Flags: flags, ExitSignal: int(exitSignal), ChildTID: uintptr(field(2)),
+		ParentTID: uintptr(field(3)), TLS: field(7)}
+	if stack != 0 {
+		o.Stack = stack + stackSize // the stack grows down from its top
+	}
+	return retErr(cloneRet(t.Clone(o)))
+}

@@ -1,0 +1,174 @@
+package syscalls
+
+import (
+	"encoding/binary"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/fs/epoll"
+	"github.com/moat-sandbox/moat/sentry/fs/eventfd"
+	"github.com/moat-sandbox/moat/sentry/kernel"
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// installAnon installs a new file that has no path (an epoll, an eventfd).
+func installAnon(t *kernel.Task, impl vfs.FileImpl, flags int, cloexec bool) (uintptr, error) {
+	f := vfs.NewFile(impl, vfs.Path{}, flags)
+	defer f.DecRef()
+	fd, err := t.FDs().Install(f, 0, cloexec, nofile(t))
+	return retErr(uintptr(fd), err)
+}
+
+// EpollCreate implements Linux syscall epoll_create(2).
+func EpollCreate(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if a.Int(0) <= 0 {
+		return 0, unix.EINVAL
+	}
+	return installAnon(t, epoll.New(), unix.O_RDWR, false)
+}
+
+// EpollCreate1 implements Linux syscall epoll_create1(2).
+func EpollCreate1(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	flags := int(a.Int(0))
+	if flags&^unix.EPOLL_CLOEXEC != 0 {
+		return 0, unix.EINVAL
+	}
+	return installAnon(t, epoll.New(), unix.O_RDWR, flags&unix.EPOLL_CLOEXEC != 0)
+}
+
+// epollFile returns the epoll instance open at fd.
+func epollFile(t *kernel.Task, fd int32) (*vfs.File, *epoll.File, error) {
+	f, err := t.FDs().Get(fd)
+	if err != nil {
+		return nil, nil, err
+	}
+	ep, ok := f.Impl().(*epoll.File)
+	if !ok {
+		f.DecRef()
+		return nil, nil, unix.EINVAL
+	}
+	return f, ep, nil
+}
+
+// EpollCtl implements Linux syscall epoll_ctl(2).
+func EpollCtl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	epfd, op, fd, evAddr := a.Int(0), a.Int(1), a.Int(2), a.Ptr(3)
+	ef, ep, err := epollFile(t, epfd)
+	if err != nil {
+		return 0, err
+	}
+	defer ef.DecRef()
+	f, err := t.FDs().Get(fd)
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	if fd == epfd {
+		return 0, unix.EINVAL
+	}
+	var ev epoll.Event
+	if op != unix.EPOLL_CTL_DEL {
+		// struct epoll_event is packed on x86-64: events (4), data (8).
+		var b [12]byte
+		if _, err := t.CopyIn(evAddr, b[:]); err != nil {
+			return 0, err
+		}
+		ev = epoll.Event{Events: binary.LittleEndian.Uint32(b[0:]), Data: binary.LittleEndian.Uint64(b[4:])}
+	}
+	switch op {
+	case unix.EPOLL_CTL_ADD:
+		return 0, ep.Add(fd, f, ev)
+	case unix.EPOLL_CTL_MOD:
+		return 0, ep.Modify(fd, f, ev)
+	case unix.EPOLL_CTL_DEL:
+		return 0, ep.Delete(fd, f)
+	}
+	return 0, unix.EINVAL
+}
+
+// EpollWait implements Linux syscall epoll_wait(2).
+func EpollWait(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return epollWait(t, a.Int(0), a.Ptr(1), int(a.Int(2)), msDeadline(a.Int(3)))
+}
+
+// EpollPwait implements Linux syscall epoll_pwait(2).
+func EpollPwait(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if err := tempMask(t, a.Ptr(4), a[5]); err != nil {
+		return 0, err
+	}
+	n, err := epollWait(t, a.Int(0), a.Ptr(1), int(a.Int(2)), msDeadline(a.Int(3)))
+	if err == nil {
+		t.RestoreTemporaryMask()
+	}
+	return n, err
+}
+
+// EpollPwait2 implements Linux syscall epoll_pwait2(2): a timespec timeout.
+func EpollPwait2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	deadline, err := timespecDeadline(t, a.Ptr(3))
+	if err != nil {
+		return 0, err
+	}
+	if err := tempMask(t, a.Ptr(4), a[5]); err != nil {
+		return 0, err
+	}
+	n, err := epollWait(t, a.Int(0), a.Ptr(1), int(a.Int(2)), deadline)
+	if err == nil {
+		t.RestoreTemporaryMask()
+	}
+	return n, err
+}
+
+// msDeadline turns a millisecond timeout (negative: none) into a deadline.
+func msDeadline(ms int32) *time.Time {
+	if ms < 0 {
+		return nil
+	}
+	d := time.Now().Add(time.Duration(ms) * time.Millisecond)
+	return &d
+}
+
+func epollWait(t *kernel.Task, epfd int32, evAddr uintptr, max int, deadline *time.Time) (uintptr, error) {
+	const maxEvents = (1 << 31) / 12
+	if max <= 0 || max > maxEvents {
+		return 0, unix.EINVAL
+	}
+	ef, ep, err := epollFile(t, epfd)
+	if err != nil {
+		return 0, err
+	}
+	defer ef.DecRef()
+	evs, err := ep.Wait(t, max, deadline)
+	if err != nil {
+		return 0, kernel.ERESTARTNOHAND
+	}
+	out := make([]byte, 12*len(evs))
+	for i, ev := range evs {
+		binary.LittleEndian.PutUint32(out[12*i:], ev.Events)
+		binary.LittleEndian.PutUint64(out[12*i+4:], ev.Data)
+	}
+	if _, err := t.CopyOut(evAddr, out); err != nil {
+		return 0, err
+	}
+	return uintptr(len(evs)), nil
+}
+
+// eventfd flags.
+const efdSemaphore = 1
+
+// Eventfd implements Linux syscall eventfd(2).
+func Eventfd(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return installAnon(t, eventfd.New(uint64(a.Uint(0)), false), unix.O_RDWR, false)
+}
+
+// Eventfd2 implements Linux syscall eventfd2(2).
+func Eventfd2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	flags := int(a.Int(1))
+	if flags&^(unix.EFD_CLOEXEC|unix.EFD_NONBLOCK|efdSemaphore) != 0 {
+		return 0, unix.EINVAL
+	}
+	return installAnon(t, eventfd.New(uint64(a.Uint(0)), flags&efdSemaphore != 0),
+		unix.O_RDWR|flags&unix.EFD_NONBLOCK, flags&unix.EFD_CLOEXEC != 0)
+}

@@ -1,0 +1,91 @@
+package syscalls
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/kernel"
+)
+
+// futex operations and flags.
+const (
+	futexWait          = 0
+	futexWake          = 1
+	futexRequeue       = 3
+	futexCmpRequeue    = 4
+	futexWakeOp        = 5
+	futexWaitBitset    = 9
+	futexWakeBitset    = 10
+	futexPrivateFlag   = 128
+	futexClockRealtime = 256
+	futexCmdMask       = ^(futexPrivateFlag | futexClockRealtime)
+)
+
+// Futex implements Linux syscall futex(2). The priority-inheritance
+// operations answer ENOSYS.
+func Futex(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	addr, op, val, timeout, addr2, val3 := a.Ptr(0), int(a.Int(1)), a.Uint(2), a.Ptr(3), a.Ptr(4), a.Uint(5)
+	private := op&futexPrivateFlag != 0
+	cmd := op & futexCmdMask
+	switch cmd {
+	case futexWait, futexWaitBitset:
+		bitset := uint32(kernel.FutexBitsetMatchAny)
+		if cmd == futexWaitBitset {
+			if val3 == 0 {
+				return 0, unix.EINVAL
+			}
+			bitset = val3
+		}
+		var deadline time.Time
+		if timeout != 0 {
+			ts, err := copyInTimespec(t, timeout)
+			if err != nil {
+				return 0, err
+			}
+			if cmd == futexWait {
+				deadline = time.Now().Add(time.Duration(ts.Nano()))
+			} else {
+				deadline = absoluteDeadline(t, op&futexClockRealtime != 0, ts)
+			}
+		}
+		err := t.FutexWait(addr, val, bitset, private, deadline)
+		if err == kernel.ERESTARTSYS && timeout != 0 {
+			err = unix.EINTR // a timed wait is not restarted with its old timeout
+		}
+		return 0, err
+	case futexWake, futexWakeBitset:
+		bitset := uint32(kernel.FutexBitsetMatchAny)
+		if cmd == futexWakeBitset {
+			if val3 == 0 {
+				return 0, unix.EINVAL
+			}
+			bitset = val3
+		}
+		n, err := t.FutexWake(addr, int(val), bitset, private)
+		return retErr(uintptr(n), err)
+	case futexRequeue, futexCmpRequeue:
+		nMove := int(int32(timeout)) // val2, passed where the timeout goes
+		if int32(val) < 0 || nMove < 0 {
+			return 0, unix.EINVAL
+		}
+		n, err := t.FutexRequeue(addr, addr2, int(val), nMove, cmd == futexCmpRequeue, val3, private)
+		return retErr(uintptr(n), err)
+	case futexWakeOp:
+		n, err := t.FutexWakeOp(addr, addr2, int(val), int(int32(timeout)), val3, private)
+		return retErr(uintptr(n), err)
+	}
+	return 0, unix.ENOSYS
+}
+
+// absoluteDeadline converts an absolute time on the guest's monotonic (or
+// realtime) clock into the sentry's.
+func absoluteDeadline(t *kernel.Task, realtime bool, ts unix.Timespec) time.Time {
+	clock := int32(unix.CLOCK_MONOTONIC)
+	if realtime {
+		clock = unix.CLOCK_REALTIME
+	}
+	now, _ := t.Kernel().ClockGettime(clock, t)
+	return time.Now().Add(time.Duration(ts.Nano() - now.Nano()))
+}

@@ -1,0 +1,116 @@
+package syscalls
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/kernel"
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// Nothing the sandbox writes outlives it (tmpfs is memory, the image is
+// read-only), so there is nothing to flush: the sync calls only check
+// their arguments.
+
+// Sync implements Linux syscall sync(2).
+func Sync(*kernel.Task, *arch.SyscallArgs) (uintptr, error) { return 0, nil }
+
+// Syncfs implements Linux syscall syncfs(2).
+func Syncfs(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	f, err := fileAt(t, a.Int(0))
+	if err != nil {
+		return 0, err
+	}
+	f.DecRef()
+	return 0, nil
+}
+
+// Fsync implements Linux syscall fsync(2).
+func Fsync(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return fsync(t, a.Int(0))
+}
+
+// Fdatasync implements Linux syscall fdatasync(2).
+func Fdatasync(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return fsync(t, a.Int(0))
+}
+
+// fsync succeeds on files and directories; other files (devices, pipes,
+// terminals) cannot be synced: EINVAL, as Linux answers for /dev/null.
+func fsync(t *kernel.Task, fd int32) (uintptr, error) {
+	f, err := fileAt(t, fd)
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if st.Type() != unix.S_IFREG && st.Type() != unix.S_IFDIR {
+		return 0, unix.EINVAL
+	}
+	return 0, nil
+}
+
+// Statfs implements Linux syscall statfs(2).
+func Statfs(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	p, err := lookupAt(t, atFDCWD, a.Ptr(0), true, 0)
+	if err != nil {
+		return 0, err
+	}
+	s, err := vfs.StatFS(p)
+	if err != nil {
+		return 0, err
+	}
+	return 0, copyOutStatfs(t, a.Ptr(1), &s)
+}
+
+// Magic numbers for files opened outside the tree (the sandbox's stdio).
+const (
+	pipefsMagic = 0x50495045
+	devptsMagic = 0x1cd1
+)
+
+// Fstatfs implements Linux syscall fstatfs(2); O_PATH descriptors do.
+func Fstatfs(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	f, err := t.FDs().Get(a.Int(0))
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	var s vfs.FSStat
+	if f.Path().Dentry != nil {
+		if s, err = vfs.StatFS(f.Path()); err != nil {
+			return 0, err
+		}
+	} else {
+		st, err := f.Stat()
+		if err != nil {
+			return 0, err
+		}
+		s = vfs.FSStat{Type: pipefsMagic, Bsize: 4096, Frsize: 4096, Namelen: vfs.NameMax, Flags: 0x20 /* ST_VALID */}
+		if st.Type() == unix.S_IFCHR {
+			s.Type = devptsMagic
+		}
+	}
+	return 0, copyOutStatfs(t, a.Ptr(1), &s)
+}
+
+// copyOutStatfs writes a struct statfs (x86-64 layout, 120 bytes).
+func copyOutStatfs(t *kernel.Task, addr uintptr, s *vfs.FSStat) error {
+	var b [120]byte
+	le := binary.LittleEndian
+	for i, v := range []uint64{uint64(s.Type), uint64(s.Bsize), s.Blocks, s.Bfree, s.Bavail, s.Files, s.Ffree} {
+		le.PutUint64(b[8*i:], v)
+	}
+	le.PutUint32(b[56:], uint32(s.Fsid[0]))
+	le.PutUint32(b[60:], uint32(s.Fsid[1]))
+	le.PutUint64(b[64:], uint64(s.Namelen))
+	le.PutUint64(b[72:], uint64(s.Frsize))
+	le.PutUint64(b[80:], uint64(s.Flags))
+	_, err := t.CopyOut(addr, b[:])
+	return err
+}
