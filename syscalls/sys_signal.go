@@ -285,6 +285,9 @@ func RtSigqueueinfo(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // RtTgsigqueueinfo implements Linux syscall rt_tgsigqueueinfo(2).
 func RtTgsigqueueinfo(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if a.Int(0) <= 0 || a.Int(1) <= 0 {
+		return 0, unix.EINVAL
+	}
 	return 0, sigqueue(t, a.Int(0), a.Int(1), int(a.Int(2)), a.Ptr(3))
 }
 
@@ -296,9 +299,13 @@ func sigqueue(t *kernel.Task, tgid, tid int32, sig int, infoAddr uintptr) error 
 	if err := copyInStruct(t, infoAddr, &info); err != nil {
 		return err
 	}
-	// Only the kernel may claim a kernel origin; a process may do so only
-	// to itself, as Linux allows.
-	if (info.Code >= 0 || info.Code == kernel.SITkill) && tgid != t.PID() {
+	// Only the kernel may claim a kernel origin; a task may do so only to
+	// itself (Linux compares the target with the caller's thread id).
+	target := tgid
+	if tid != 0 {
+		target = tid
+	}
+	if (info.Code >= 0 || info.Code == kernel.SITkill) && target != t.TID() {
 		return unix.EPERM
 	}
 	tg := t.Kernel().ThreadGroupByPID(tgid)

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,8 +109,17 @@ func Debian(ctx context.Context, cacheDir string) (string, error) {
 // in the tree of the module under test (build/), and the rootfs holds Go
 // sources (git's contrib/), which `go vet ./...` and `go test ./...` would
 // otherwise take for packages of that module. Go skips nested modules.
+// An existing go.mod is left alone: rewriting it would truncate it under a
+// go command reading it.
 func fenceFromGo(cacheDir string) error {
-	err := os.WriteFile(filepath.Join(cacheDir, "go.mod"), []byte("module rootfscache\n"), 0o644)
+	f, err := os.OpenFile(filepath.Join(cacheDir, "go.mod"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err == nil {
+		_, err = f.WriteString("module rootfscache\n")
+		err = errors.Join(err, f.Close())
+	}
 	if err != nil {
 		return fmt.Errorf("fencing the rootfs cache off from Go: %w", err)
 	}

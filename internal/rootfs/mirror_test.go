@@ -1,6 +1,10 @@
 package rootfs
 
 import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,5 +69,29 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestProbeMirror: only a mirror that does not answer means "no network";
+// one that answers with an error is a misconfiguration, not a reason to skip.
+func TestProbeMirror(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/debian/dists/bookworm/Release" {
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	if err := probeMirror(ctx, srv.URL+"/debian", "bookworm"); err != nil {
+		t.Errorf("a mirror that serves the Release file: %v", err)
+	}
+	err := probeMirror(ctx, srv.URL+"/elsewhere", "bookworm")
+	if err == nil || errors.Is(err, ErrMirrorUnreachable) || !strings.Contains(err.Error(), "404") {
+		t.Errorf("a mirror answering 404: %v, want a 404 error that is not ErrMirrorUnreachable", err)
+	}
+	addr := srv.URL
+	srv.Close()
+	if err := probeMirror(ctx, addr+"/debian", "bookworm"); !errors.Is(err, ErrMirrorUnreachable) {
+		t.Errorf("a mirror that is gone: %v, want ErrMirrorUnreachable", err)
 	}
 }

@@ -57,6 +57,7 @@ const (
 	parSigaction   = 64  // struct kernel_sigaction used for every handled signal
 	parNumSignals  = 96  // u32
 	parSignals     = 100 // [16]u32: the signals the handler serves
+	parDflAction   = 176 // a zeroed struct kernel_sigaction: SIG_DFL
 	parSysFilter   = 256 // sock_filter array of the syscall thread's filter
 	parGuestFilter = 2048
 )

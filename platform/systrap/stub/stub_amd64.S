@@ -125,7 +125,24 @@ first_stub_init:
 	xorl %edx, %edx
 	syscall
 
-	/* Install the handler for every signal the stub serves. */
+	/* Every signal to its default action (the sentry's handlers were
+	 * inherited, and point at code that is gone), ... */
+	movl $1, %ebp
+7:	cmpl $9, %ebp /* SIGKILL and SIGSTOP cannot be changed */
+	je 8f
+	cmpl $19, %ebp
+	je 8f
+	movl $SYS_rt_sigaction, %eax
+	movl %ebp, %edi
+	leaq PAR_DFL_ACTION(%r15), %rsi
+	xorl %edx, %edx
+	movl $8, %r10d
+	syscall
+8:	incl %ebp
+	cmpl $64, %ebp
+	jbe 7b
+
+	/* ... then the handler for every signal the stub serves. */
 	movl PAR_NUM_SIGNALS(%r15), %ebx
 	cmpl $16, %ebx
 	ja 1f
@@ -212,7 +229,10 @@ stub_common_init:
 /*
  * sys_loop: the syscall thread. Registers, never memory, hold its state:
  *   r15 = request page, r14 = result page, r13d = last request seq served,
- *   rbx = op count, rbp = op index, r12 = argument handed to a clone child.
+ *   rbx = op count, rbp = op index, r12d = the op's kind.
+ * A clone child learns what it is from r12 (the kind) and r9 (its
+ * argument), which the syscall preserves: the request page may already
+ * hold the next request by the time the child runs.
  */
 sys_loop:
 	movabsq $PARAMS_VA, %rbx
@@ -256,21 +276,17 @@ sys_loop:
 	movq OP_ARGS+32(%rcx), %r8
 	movq OP_ARGS+40(%rcx), %r9
 	movq OP_NR(%rcx), %rax
-	movl OP_KIND(%rcx), %r11d
-	testl %r11d, %r11d
+	movl OP_KIND(%rcx), %r12d
+	testl %r12d, %r12d
 	jz 15f
-	movq %r9, %r12 /* the clone child's argument survives the syscall */
 	movl $SYS_clone, %eax
 15:	syscall
 	testq %rax, %rax
 	jnz 16f
 	/* rax == 0: a clone child, or a call that returned 0. */
-	movl %ebp, %ecx
-	shll $6, %ecx
-	movl REQ_OPS+OP_KIND(%r15,%rcx), %ecx
-	cmpl $OP_CLONE_THREAD, %ecx
+	cmpl $OP_CLONE_THREAD, %r12d
 	je thread_start
-	cmpl $OP_CLONE_STUB, %ecx
+	cmpl $OP_CLONE_STUB, %r12d
 	je clone_stub_start
 16:	movq %rax, RES_RESULTS(%r14,%rbp,8)
 	incl %ebp
@@ -288,18 +304,19 @@ sys_loop:
 	syscall
 	jmp sys_loop
 
-/* clone_stub_start: a fresh stub process, cloned from the source stub. r12 = its request page offset. */
+/* clone_stub_start: a fresh stub process, cloned from the source stub. r9 = its request page offset. */
 clone_stub_start:
-	movq %r12, %r14
+	movq %r9, %r14
 	jmp stub_common_init
 
 /*
- * thread_start: a new guest thread. r12 = its slot. It takes the slot's
+ * thread_start: a new guest thread. r9 = its slot. It takes the slot's
  * signal stack, unblocks the signals the handler serves, confines itself to
  * the guest filter and parks in the handler (ud2 raises SIGILL) until the
  * sentry gives it guest registers.
  */
 thread_start:
+	movq %r9, %r12
 	movl $SYS_sigaltstack, %eax
 	leaq TS_ALT_STACK(%r12), %rdi
 	xorl %esi, %esi
