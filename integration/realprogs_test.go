@@ -100,9 +100,6 @@ func TestRealPrograms(t *testing.T) {
 	})
 
 	t.Run("moat", func(t *testing.T) {
-		if os.Getenv("MOAT_REAL_PROGRAMS") != "1" {
-			t.Skip("moat does not run these yet: set MOAT_REAL_PROGRAMS=1")
-		}
 		moat := newMoatRunner(t, dir)
 		for _, c := range checks {
 			t.Run(c.name, func(t *testing.T) {
