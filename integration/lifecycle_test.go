@@ -88,3 +88,29 @@ func TestRunStdio(t *testing.T) {
 		t.Fatalf("cat: %q, %v", out, err)
 	}
 }
+
+// TestRunStdoutFileShared: stdout redirected to a file is one open file
+// description shared by the caller and the guest, as it is for any child
+// process: what the guest writes lands after what the caller wrote, and the
+// caller's next write lands after the guest's.
+func TestRunStdoutFileShared(t *testing.T) {
+	e := newEnv(t)
+	e.config("echo", "from the guest")
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	must(t, err)
+	defer f.Close()
+	_, err = f.WriteString("before\n")
+	must(t, err)
+	cmd := e.command("run", "--bundle", e.bundle, "io2")
+	cmd.Stdout = f
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("echo: %v", err)
+	}
+	_, err = f.WriteString("after\n")
+	must(t, err)
+	got, err := os.ReadFile(f.Name())
+	must(t, err)
+	if want := "before\nfrom the guest\nafter\n"; string(got) != want {
+		t.Fatalf("stdout file holds %q, want %q", got, want)
+	}
+}

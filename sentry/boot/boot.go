@@ -60,8 +60,11 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	if hostname == "" {
 		hostname = "localhost"
 	}
-	k := kernel.New(kernel.Config{Platform: plat, MemFile: mf, Syscalls: syscalls.NewTable(), Root: root,
+	k, err := kernel.New(kernel.Config{Platform: plat, MemFile: mf, Syscalls: syscalls.NewTable(), Root: root,
 		Hostname: hostname, HWCap: hw.hwcap, HWCap2: hw.hwcap2, MinSigStackSize: hw.minSigStk, Log: log})
+	if err != nil {
+		return nil, err
+	}
 	for _, m := range procs {
 		if err := mountAt(root, m.dest, procfs.New(k), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC); err != nil {
 			return nil, err

@@ -74,7 +74,7 @@ func stdioFiles() ([3]*vfs.File, error) {
 		if err != nil {
 			return files, fmt.Errorf("stdio fd %d: %w", fd, err)
 		}
-		impl, err := host.New(dup, nil)
+		impl, err := host.NewStdio(dup)
 		if err != nil {
 			unix.Close(dup)
 			return files, fmt.Errorf("stdio fd %d: %w", fd, err)

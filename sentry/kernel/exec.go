@@ -210,10 +210,14 @@ func (k *Kernel) loadELF(res vfs.Resolver, creds *Credentials, f execFile, name 
 	}
 	m.SetBrkBase(img.BrkStart + randomPages(1<<13))
 
+	vdsoAddr, err := k.mapVDSO(m)
+	if err != nil {
+		return nil, err
+	}
 	var rnd [16]byte
 	unix.Getrandom(rnd[:], 0)
 	creds.Lock()
-	sa := loader.StackArgs{Argv: argv, Envv: envv, Execfn: name, Random: rnd,
+	sa := loader.StackArgs{Argv: argv, Envv: envv, Execfn: name, Random: rnd, VDSO: vdsoAddr,
 		UID: creds.UID, EUID: creds.EUID, GID: creds.GID, EGID: creds.EGID,
 		HWCap: k.HWCap, HWCap2: k.HWCap2, MinSigStk: k.MinSigStackSize}
 	creds.Unlock()

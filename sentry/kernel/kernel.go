@@ -55,6 +55,7 @@ type Kernel struct {
 	Config
 	bootMono int64 // host CLOCK_MONOTONIC at boot, in ns: the guest's zero
 	bootTime time.Time
+	vdso     *vdsoPages
 
 	// treeMu guards the process tree: which tasks and processes exist
 	// (tasks, tgs, nextTID) and every ThreadGroup's tree fields.
@@ -88,12 +89,17 @@ func (s ExitStatus) HostCode() int {
 }
 
 // New returns a kernel with no tasks.
-func New(c Config) *Kernel {
+func New(c Config) (*Kernel, error) {
 	if c.Log == nil {
 		c.Log = func(string, ...any) {}
 	}
-	return &Kernel{Config: c, bootMono: hostMonotonic(), bootTime: time.Now(), nextTID: 1,
+	k := &Kernel{Config: c, bootMono: hostMonotonic(), bootTime: time.Now(), nextTID: 1,
 		tasks: make(map[int32]*Task), tgs: make(map[int32]*ThreadGroup), done: make(chan struct{})}
+	var err error
+	if k.vdso, err = k.newVDSO(); err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 // maxTID is Linux's pid_max limit on 64-bit.

@@ -14,15 +14,21 @@ func hostMonotonic() int64 {
 	return ts.Nano()
 }
 
-// ClockGettime reads guest clock id.
+// ClockGettime reads guest clock id. The realtime and monotonic families
+// read the line the vDSO reads, so a trapped call never answers a time
+// earlier than one the vDSO gave.
 func (k *Kernel) ClockGettime(id int32, t *Task) (unix.Timespec, error) {
 	var ts unix.Timespec
 	switch id {
-	case unix.CLOCK_REALTIME, unix.CLOCK_REALTIME_COARSE, unix.CLOCK_TAI:
+	case unix.CLOCK_REALTIME, unix.CLOCK_REALTIME_COARSE:
+		_, real := k.vdso.params.Now()
+		return unix.NsecToTimespec(real), nil
+	case unix.CLOCK_TAI:
 		unix.ClockGettime(id, &ts)
 		return ts, nil
 	case unix.CLOCK_MONOTONIC, unix.CLOCK_MONOTONIC_COARSE, unix.CLOCK_MONOTONIC_RAW, unix.CLOCK_BOOTTIME:
-		return unix.NsecToTimespec(hostMonotonic() - k.bootMono + bootClockOffset), nil
+		mono, _ := k.vdso.params.Now()
+		return unix.NsecToTimespec(mono), nil
 	case unix.CLOCK_PROCESS_CPUTIME_ID, unix.CLOCK_THREAD_CPUTIME_ID:
 		return unix.NsecToTimespec(t.cpuTime()), nil
 	}

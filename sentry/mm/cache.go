@@ -72,3 +72,12 @@ func (c *FileCache) pages() (uint64, uint64, error) {
 type Cacheable interface {
 	FileCache() *FileCache
 }
+
+// NewResidentCache returns a cache over size bytes already in the memory
+// file at off (page aligned), such as the vDSO's: pages the sentry filled
+// itself, which the cache's owner keeps for the sandbox's life.
+func NewResidentCache(mf *memfile.File, off uint64, size int64) *FileCache {
+	c := &FileCache{mf: mf, size: size, off: off}
+	c.once.Do(func() {})
+	return c
+}

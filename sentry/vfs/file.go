@@ -32,6 +32,19 @@ type Seeker interface {
 	Size() (int64, error)
 }
 
+// OffsetKeeper is implemented by files whose offset lives outside the
+// sentry: a host file description that the container's stdio shares with
+// host processes (a shell's `>> log` redirection), whose offset both sides
+// must move. Read and Write at CurrentOffset use and advance that offset.
+type OffsetKeeper interface {
+	Seeker
+	Seek(off int64, whence int) (int64, error)
+}
+
+// CurrentOffset, as the offset of an OffsetKeeper's Read or Write, means the
+// file's own offset.
+const CurrentOffset = -1
+
 // File is an open file description: shared by every fd that dup or fork
 // makes from one open.
 type File struct {
@@ -106,6 +119,9 @@ func (f *File) Read(dst *IOSeq) (int, error) {
 		// the lock that a write to the same file description needs.
 		return f.impl.Read(dst, 0)
 	}
+	if _, ok := f.impl.(OffsetKeeper); ok {
+		return f.impl.Read(dst, CurrentOffset)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n, err := f.impl.Read(dst, f.off)
@@ -139,6 +155,9 @@ func (f *File) Write(src *IOSeq) (int, error) {
 	if _, seekable := f.impl.(Seeker); !seekable {
 		return f.impl.Write(src, 0)
 	}
+	if k, ok := f.impl.(OffsetKeeper); ok {
+		return f.writeKept(k, src)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s, ok := f.impl.(Seeker); ok && f.Flags()&unix.O_APPEND != 0 {
@@ -155,6 +174,24 @@ func (f *File) Write(src *IOSeq) (int, error) {
 	n, err := f.impl.Write(src, f.off)
 	f.off += int64(n)
 	return n, err
+}
+
+// writeKept writes at an OffsetKeeper's own offset; RLIMIT_FSIZE applies at
+// where that offset is now (the host's O_APPEND, if set, writes at the end).
+func (f *File) writeKept(k OffsetKeeper, src *IOSeq) (int, error) {
+	off, err := k.Seek(0, unix.SEEK_CUR)
+	if err != nil {
+		return 0, err
+	}
+	if f.Flags()&unix.O_APPEND != 0 {
+		if off, err = k.Size(); err != nil {
+			return 0, err
+		}
+	}
+	if src, err = limitFileSize(src, off); err != nil {
+		return 0, err
+	}
+	return f.impl.Write(src, CurrentOffset)
 }
 
 // Pwrite writes at off without moving the file offset.
@@ -202,6 +239,9 @@ func (f *File) Seek(off int64, whence int) (int64, error) {
 	s, ok := f.impl.(Seeker)
 	if !ok {
 		return 0, unix.ESPIPE
+	}
+	if k, ok := s.(OffsetKeeper); ok {
+		return k.Seek(off, whence)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

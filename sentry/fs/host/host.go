@@ -29,6 +29,22 @@ type File struct {
 // offset into sentry buffers (ReadAt), which mappings and the loader need.
 type Regular struct{ *File }
 
+// SharedRegular is a host regular file whose file offset is the host
+// description's, shared with whoever else holds it: the container's stdio
+// redirected to a file, where the guest's writes and those of the shell that
+// started the container must not overwrite each other.
+type SharedRegular struct{ *Regular }
+
+// NewStdio wraps fd, one of the container's stdio descriptors, which the
+// file now owns: like New, but a regular file keeps the host's offset.
+func NewStdio(fd int) (vfs.FileImpl, error) {
+	impl, err := New(fd, nil)
+	if r, ok := impl.(*Regular); ok {
+		return &SharedRegular{r}, nil
+	}
+	return impl, err
+}
+
 // New wraps fd, which the file now owns: a *Regular for a regular file, a
 // *File (not seekable) for anything else. statHook, if set, adjusts what
 // Stat reports (a file system's device number and inode identity).
@@ -55,7 +71,12 @@ func (f *File) FD() int { return f.fd }
 func (f *File) Read(dst *vfs.IOSeq, off int64) (int, error) {
 	if f.regular {
 		return dst.WithSlices(true, func(bufs [][]byte) (int, error) {
-			return ignoreEINTR(func() (int, error) { return unix.Preadv(f.fd, bufs, off) })
+			return ignoreEINTR(func() (int, error) {
+				if off == vfs.CurrentOffset {
+					return unix.Readv(f.fd, bufs)
+				}
+				return unix.Preadv(f.fd, bufs, off)
+			})
 		})
 	}
 	buf := make([]byte, min(dst.Len(), bufferedChunk))
@@ -70,7 +91,12 @@ func (f *File) Read(dst *vfs.IOSeq, off int64) (int, error) {
 func (f *File) Write(src *vfs.IOSeq, off int64) (int, error) {
 	if f.regular {
 		return src.WithSlices(false, func(bufs [][]byte) (int, error) {
-			return ignoreEINTR(func() (int, error) { return unix.Pwritev(f.fd, bufs, off) })
+			return ignoreEINTR(func() (int, error) {
+				if off == vfs.CurrentOffset {
+					return unix.Writev(f.fd, bufs)
+				}
+				return unix.Pwritev(f.fd, bufs, off)
+			})
 		})
 	}
 	total := src.Len()
@@ -142,6 +168,11 @@ func (f *File) Stat() (vfs.Stat, error) {
 func (f *Regular) Size() (int64, error) {
 	st, err := f.Stat()
 	return st.Size, err
+}
+
+// Seek implements vfs.OffsetKeeper: it moves the host description's offset.
+func (f *SharedRegular) Seek(off int64, whence int) (int64, error) {
+	return unix.Seek(f.fd, off, whence)
 }
 
 // Release implements vfs.FileImpl.
