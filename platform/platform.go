@@ -53,6 +53,10 @@ type Context interface {
 	// components). Between Switches it may be read and written in place;
 	// the thread resumes with what it holds.
 	FPState() []byte
+	// Park says the thread will not be resumed soon (its task blocks), so
+	// whatever waits to resume it should sleep rather than spin; the next
+	// Switch undoes it.
+	Park()
 	// Release ends the thread.
 	Release()
 }

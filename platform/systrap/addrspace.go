@@ -12,8 +12,9 @@ import (
 // and go to the stub's syscall thread in one request, before the next guest
 // code of this address space runs.
 type addressSpace struct {
-	p    *Platform
-	stub *stubProcess
+	p     *Platform
+	stub  *stubProcess
+	first *threadContext // a parked thread made with the stub, for NewContext
 
 	mu      sync.Mutex
 	pending []op
@@ -31,6 +32,9 @@ func (as *addressSpace) queue(o op) error {
 	}
 	as.mu.Lock()
 	defer as.mu.Unlock()
+	if len(as.pending) == 0 {
+		as.stub.prewake()
+	}
 	as.pending = append(as.pending, o)
 	if len(as.pending) == maxOps {
 		return as.flushLocked()

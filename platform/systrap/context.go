@@ -3,7 +3,6 @@ package systrap
 import (
 	"fmt"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -58,54 +57,49 @@ func (c *threadContext) slotVA() uint64 { return slotsVA + uint64(c.index)*slotS
 func (c *threadContext) word(off uint64) *uint32 { return c.stub.p.ctl.u32(c.unit + off) }
 
 // NewContext implements platform.AddressSpace: it starts a stub thread and
-// waits until it parks in the handler.
+// waits until it parks in the handler. An address space from the pool comes
+// with its first thread already parked.
 func (as *addressSpace) NewContext() (platform.Context, error) {
+	if c := as.first; c != nil {
+		as.first = nil
+		return c, nil
+	}
+	return as.startThread()
+}
+
+// startThread starts a stub thread in a free slot: one whose earlier thread
+// has exited (its mapping stays) or a new one.
+func (as *addressSpace) startThread() (*threadContext, error) {
 	s := as.stub
-	p := s.p
-	unit, err := p.ctl.allocUnit()
+	c, mapSlot, err := s.takeSlot(as)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	index := -1
-	for i := 0; i < maxThreads; i++ {
-		if s.threads[i] == nil {
-			index = i
-			break
-		}
-	}
-	if index < 0 {
-		s.mu.Unlock()
-		p.ctl.freeUnit(unit)
-		return nil, unix.EAGAIN
-	}
-	c := &threadContext{as: as, stub: s, index: index, unit: unit}
-	s.threads[index] = c
-	s.mu.Unlock()
-
 	va := c.slotVA()
-	ctl := p.ctl
+	ctl := s.p.ctl
 	// The thread's signal stack: a stack_t in the state page.
-	*ctl.u64(unit + tsAltStack) = va + altStackOff
-	*ctl.u32(unit + tsAltStack + 8) = 0
-	*ctl.u64(unit + tsAltStack + 16) = slotSize - altStackOff
+	*ctl.u64(c.unit + tsAltStack) = va + altStackOff
+	*ctl.u32(c.unit + tsAltStack + 8) = 0
+	*ctl.u64(c.unit + tsAltStack + 16) = slotSize - altStackOff
 
 	if err := as.flush(); err != nil {
 		c.forget()
 		return nil, err
 	}
-	tid, err := s.call(
-		op{nr: unix.SYS_MMAP, args: [6]uint64{va, slotSize, unix.PROT_READ | unix.PROT_WRITE,
-			unix.MAP_SHARED | unix.MAP_FIXED, uint64(ctl.fd), unit}},
-		op{kind: opCloneThread, args: [6]uint64{cloneThreadFlg, va + slotSize, 0, va + tsTID, 0, va}},
-	)
+	clone := op{kind: opCloneThread, args: [6]uint64{cloneThreadFlg, va + slotSize, 0, va + tsTID, 0, va}}
+	ops := []op{clone}
+	if mapSlot {
+		ops = []op{{nr: unix.SYS_MMAP, args: [6]uint64{va, slotSize, unix.PROT_READ | unix.PROT_WRITE,
+			unix.MAP_SHARED | unix.MAP_FIXED, uint64(ctl.fd), c.unit}}, clone}
+	}
+	tid, err := s.call(ops...)
 	if err != nil {
 		c.forget()
 		return nil, fmt.Errorf("systrap: start stub thread: %w", err)
 	}
 	c.tid = int(tid)
 	// The new thread parks with ud2 in stub code.
-	if !waitFor(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &s.dead) {
+	if !waitFor(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &s.dead, requestSpinIters) {
 		return nil, errStubDead
 	}
 	if signo := atomic.LoadUint32(c.word(tsSigno)); signo != uint32(unix.SIGILL) {
@@ -113,6 +107,57 @@ func (as *addressSpace) NewContext() (platform.Context, error) {
 		return nil, fmt.Errorf("systrap: new stub thread parked with signal %d", signo)
 	}
 	return c, nil
+}
+
+// takeSlot returns a context in a free slot of the stub, and whether the
+// slot still has to be mapped.
+func (s *stubProcess) takeSlot(as *addressSpace) (*threadContext, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, old := range s.exited {
+		if atomic.LoadUint32(old.word(tsTID)) != 0 {
+			// Still on its way out; a kick that was pending when it was
+			// released traps it once more, and it is sent on again.
+			if atomic.LoadUint32(old.word(tsState)) == threadTrapped {
+				old.sendToExit()
+			}
+			continue
+		}
+		s.exited = append(s.exited[:i], s.exited[i+1:]...)
+		// The kernel cleared the tid: the old thread runs no more code, so
+		// its state page can be reset for the new one.
+		clear(s.p.ctl.mem[old.unit : old.unit+tsAltStack+24])
+		c := &threadContext{as: as, stub: s, index: old.index, unit: old.unit}
+		s.threads[c.index] = c
+		return c, false, nil
+	}
+	index := -1
+	for i := 0; i < maxThreads; i++ {
+		if s.threads[i] == nil && !s.exitedSlot(i) {
+			index = i
+			break
+		}
+	}
+	if index < 0 {
+		return nil, false, unix.EAGAIN
+	}
+	unit, err := s.p.ctl.allocUnit()
+	if err != nil {
+		return nil, false, err
+	}
+	c := &threadContext{as: as, stub: s, index: index, unit: unit}
+	s.threads[index] = c
+	return c, true, nil
+}
+
+// exitedSlot reports whether slot i belongs to an exited thread.
+func (s *stubProcess) exitedSlot(i int) bool {
+	for _, c := range s.exited {
+		if c.index == i {
+			return true
+		}
+	}
+	return false
 }
 
 // forget drops a context whose thread never started.
@@ -157,8 +202,9 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 		c.running.Store(false)
 		return platform.Event{Kind: platform.EventInterrupt}, nil
 	}
+	atomic.StoreUint32(c.word(tsPark), 0)
 	publish(c.word(tsState), threadResume, c.word(tsStubSleeping))
-	ok := waitFor(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &c.stub.dead)
+	ok := waitFor(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &c.stub.dead, guestSpinIters)
 	c.running.Store(false)
 	if !ok {
 		return platform.Event{}, errStubDead
@@ -252,33 +298,35 @@ func (c *threadContext) Interrupt() {
 	}
 }
 
+// Park implements platform.Context: the handler, if it is still spinning,
+// goes to sleep on the state word.
+func (c *threadContext) Park() { atomic.StoreUint32(c.word(tsPark), 1) }
+
 // Release implements platform.Context: the thread is resumed at the stub's
-// exit code, and its slot is reused once the kernel reports it gone. A
-// kick still pending traps the thread once more on its way out; it is then
-// sent to the exit code again.
+// exit code and its slot is kept for the stub's next thread, which may start
+// once the kernel reports this one gone (takeSlot). Nothing here waits: a
+// process that exits releases its last thread and then its address space,
+// whose stub is killed anyway.
 func (c *threadContext) Release() {
 	s := c.stub
-	const ripIndex = 16
-	for !s.dead.Load() {
-		uc := c.frame(*s.p.ctl.u64(c.unit + tsUcontext), ucSize)
-		if uc == nil {
-			return // destroy frees the slot with the stub
-		}
-		*(*uint64)(unsafe.Add(uc, ucMcontext+ripIndex*8)) = codeVA + s.p.entries.threadExit
-		publish(c.word(tsState), threadResume, c.word(tsStubSleeping))
-		retry := unix.NsecToTimespec(int64(time.Millisecond))
-		for {
-			tid := atomic.LoadUint32(c.word(tsTID))
-			if tid == 0 {
-				if _, err := s.call(op{nr: unix.SYS_MUNMAP, args: [6]uint64{c.slotVA(), slotSize}}); err == nil {
-					c.forget()
-				}
-				return
-			}
-			if s.dead.Load() || atomic.LoadUint32(c.word(tsState)) == threadTrapped {
-				break
-			}
-			futexWait(c.word(tsTID), tid, &retry)
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead.Load() || s.threads[c.index] != c {
+		return // destroy frees the slot with the stub
 	}
+	delete(s.threads, c.index)
+	s.exited = append(s.exited, c)
+	c.sendToExit()
+}
+
+// sendToExit resumes the trapped thread at the stub's thread exit code.
+func (c *threadContext) sendToExit() {
+	const ripIndex = 16
+	uc := c.frame(*c.stub.p.ctl.u64(c.unit + tsUcontext), ucSize)
+	if uc == nil {
+		return // a guest-corrupted slot: the thread stays parked until the stub dies
+	}
+	*(*uint64)(unsafe.Add(uc, ucMcontext+ripIndex*8)) = codeVA + c.stub.p.entries.threadExit
+	atomic.StoreUint32(c.word(tsPark), 0)
+	publish(c.word(tsState), threadResume, c.word(tsStubSleeping))
 }

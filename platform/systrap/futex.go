@@ -12,22 +12,34 @@ import (
 // spinPause executes one PAUSE instruction.
 func spinPause()
 
-// sentrySpinIters is how many polls the sentry makes before it sleeps; set
-// by calibrateSpin to about sentrySpinTime.
+// guestSpinIters and requestSpinIters are how many polls the sentry makes
+// before it sleeps, waiting for a guest thread and for a syscall thread;
+// set by calibrateSpin.
 var (
-	sentrySpinIters = 2000
-	calibrateOnce   sync.Once
+	guestSpinIters   = 2000
+	requestSpinIters = 8000
+	calibrateOnce    sync.Once
 )
 
-// sentrySpinTime bounds the sentry's spin. A futex wake-up costs about 11 µs
-// here (half of a 22 µs ping-pong), so a hand-off that comes within this time
-// is served cheaper by spinning; a longer one (a guest computing, or blocked)
-// pays the sleep once.
-const sentrySpinTime = 40 * time.Microsecond
+// The sentry's spin budgets. A futex wake-up costs from 11 µs (half of a
+// 22 µs ping-pong) to over 100 µs when the sleeper's CPU has gone idle (a
+// nested VM), so a hand-off that comes within the budget is served cheaper
+// by spinning. A guest thread may compute for long, and then the sleep is
+// paid once; a syscall thread's request takes a few microseconds once the
+// thread runs, and it was woken when the first change was queued (queue), so
+// it is worth waiting longer for.
+const (
+	guestSpinTime   = 40 * time.Microsecond
+	requestSpinTime = 200 * time.Microsecond
+)
 
 // sleepTimeout bounds a futex sleep, as a safety net behind the reaper's
 // explicit wake-ups.
 var sleepTimeout = unix.NsecToTimespec(int64(100 * time.Millisecond))
+
+// pauseTime is what one PAUSE takes here (from 1 ns to over 100 ns across
+// CPU models), measured by calibrateSpin.
+var pauseTime = 20 * time.Nanosecond
 
 func calibrateSpin() {
 	const n = 2000
@@ -35,26 +47,32 @@ func calibrateSpin() {
 	for i := 0; i < n; i++ {
 		spinPause()
 	}
-	per := time.Since(start) / n
-	if per <= 0 {
-		per = time.Nanosecond
+	if per := time.Since(start) / n; per > 0 {
+		pauseTime = per
 	}
-	iters := int(sentrySpinTime / per)
-	if iters < 100 {
-		iters = 100
-	}
-	sentrySpinIters = iters
+	guestSpinIters = spinIters(guestSpinTime)
+	requestSpinIters = spinIters(requestSpinTime)
+}
+
+// spinIters is how many PAUSEs take about d, at least 100.
+func spinIters(d time.Duration) int {
+	return max(int(d/pauseTime), 100)
 }
 
 // waitFor waits until *word == want, spinning first and then sleeping on the
-// futex. While asleep it sets *sleeping, which tells the other side to wake
-// it. It returns false if dead becomes true first.
-func waitFor(word *uint32, want uint32, sleeping *uint32, dead *atomic.Bool) bool {
-	for i := 0; i < sentrySpinIters; i++ {
+// futex after spin polls. While asleep it sets *sleeping, which tells the
+// other side to wake it. It returns false if dead becomes true first.
+func waitFor(word *uint32, want uint32, sleeping *uint32, dead *atomic.Bool, spin int) bool {
+	for i := 1; i <= spin; i++ {
 		if atomic.LoadUint32(word) == want {
 			return true
 		}
 		spinPause()
+		if i%64 == 0 {
+			// With few CPUs, the thread this one waits for may have been
+			// woken on this CPU: let it run (the stub's spins do the same).
+			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		}
 	}
 	for {
 		atomic.StoreUint32(sleeping, 1) // an exchange: ordered before the load below

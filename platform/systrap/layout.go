@@ -74,6 +74,7 @@ const (
 	tsGSBase         = 40 // u64
 	tsFSGSDirty      = 48 // u32: the sentry changed FSBase or GSBase
 	tsTID            = 52 // u32: the host thread's tid; the kernel clears it when the thread is gone
+	tsPark           = 56 // u32: the sentry will not resume the thread soon: sleep instead of spinning
 	tsAltStack       = 64 // stack_t for sigaltstack, filled by the sentry
 	altStackOff      = 0x1000
 )

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,10 +39,13 @@ var handledSignals = []unix.Signal{
 
 // Spin budgets before the stub sleeps on a futex. A hand-off that arrives
 // within the budget costs no system call; one futex wake costs about 15
-// round trips, so spinning is worth tens of microseconds.
+// round trips, so spinning is worth tens of microseconds. Not more: a
+// spinning stub holds a CPU the sentry or another guest thread may need
+// (this machine has two), and a call that blocks parks the stub at once
+// (Context.Park). The budgets become PAUSE counts in calibrateSpin.
 const (
-	handlerSpinIters = 20000
-	sysSpinIters     = 20000
+	handlerSpinTime = 50 * time.Microsecond
+	sysSpinTime     = 50 * time.Microsecond
 )
 
 // writeParams fills the parameters page that every stub maps read-only.
@@ -70,8 +74,8 @@ func (p *Platform) writeParams() error {
 	}
 	le.PutUint64(b[parGuestMask:], ^unblocked)
 	le.PutUint32(b[parPPID:], uint32(os.Getpid()))
-	le.PutUint32(b[parHandlerSpin:], handlerSpinIters)
-	le.PutUint32(b[parSysSpin:], sysSpinIters)
+	le.PutUint32(b[parHandlerSpin:], uint32(spinIters(handlerSpinTime)))
+	le.PutUint32(b[parSysSpin:], uint32(spinIters(sysSpinTime)))
 
 	// struct kernel_sigaction: handler, flags, restorer, mask.
 	sa := b[parSigaction:]

@@ -76,5 +76,5 @@ func (s *stubProcess) markDead() {
 		futexWake(t.word(tsTID))
 	}
 	s.mu.Unlock()
-	close(s.gone)
+	s.finish()
 }

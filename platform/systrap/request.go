@@ -18,6 +18,17 @@ type op struct {
 // errStubDead reports a stub process that is gone.
 var errStubDead = errors.New("stub process died")
 
+// prewake wakes the stub's syscall thread if it sleeps, without a request:
+// it spins again, ready for the request the sentry is about to make, while
+// the sentry finishes what it is doing. A wake-up takes tens of
+// microseconds, which the sentry would otherwise wait through.
+func (s *stubProcess) prewake() {
+	res := s.unit + 4096
+	if atomic.LoadUint32(s.p.ctl.u32(res+resStubSleeping)) != 0 {
+		futexWake(s.p.ctl.u32(s.unit + reqSeq))
+	}
+}
+
 // call has the stub's syscall thread execute ops in order, stopping at the
 // first that fails, and returns the last result.
 func (s *stubProcess) call(ops ...op) (uint64, error) {
@@ -49,7 +60,7 @@ func (s *stubProcess) callLocked(ops []op) (uint64, error) {
 	*c.u32(req + reqNOps) = uint32(len(ops))
 	s.seq++
 	publish(c.u32(req+reqSeq), s.seq, c.u32(res+resStubSleeping))
-	if !waitFor(c.u32(res+resAck), s.seq, c.u32(res+resSentrySleeping), &s.dead) {
+	if !waitFor(c.u32(res+resAck), s.seq, c.u32(res+resSentrySleeping), &s.dead, requestSpinIters) {
 		return 0, errStubDead
 	}
 	n := atomic.LoadUint32(c.u32(res + resNDone))

@@ -19,10 +19,16 @@ type stubProcess struct {
 	pid     int
 	unit    uint64 // control-file offset of its request page; the result page follows
 	dead    atomic.Bool
-	gone    chan struct{} // closed once the reaper has collected the process
-	mu      sync.Mutex    // one request at a time; guards seq and the fields below
+	mu      sync.Mutex // one request at a time; guards seq and the fields below
 	seq     uint32
 	threads map[int]*threadContext // live guest threads by slot index
+	exited  []*threadContext       // released threads: their slots are reused
+
+	// finishing counts down the two events after which the stub's
+	// control-file units may be reused: its owner released it, and the
+	// reaper collected the process (until then a thread of a killed stub
+	// may still write to them).
+	finishing atomic.Int32
 }
 
 // forkSourceStub forks the sentry into the source stub. The goroutine that
@@ -63,7 +69,8 @@ func (p *Platform) forkSourceStub() (*stubProcess, error) {
 		p.ctl.freeUnit(unit)
 		return nil, r.err
 	}
-	s := &stubProcess{p: p, pid: r.pid, unit: unit, gone: make(chan struct{}), threads: make(map[int]*threadContext)}
+	s := newStubProcess(p, unit)
+	s.pid = r.pid
 	stubReaper.register(s)
 	stubReaper.start()
 	// A first request proves the stub is up and confined.
@@ -100,7 +107,7 @@ func (p *Platform) newStub() (*stubProcess, error) {
 	}
 	*p.ctl.u32(unit + reqSeq) = 0
 	*p.ctl.u32(unit + 4096 + resAck) = 0
-	s := &stubProcess{p: p, unit: unit, gone: make(chan struct{}), threads: make(map[int]*threadContext)}
+	s := newStubProcess(p, unit)
 
 	pid, err := p.source.call(op{kind: opCloneStub, args: [6]uint64{unix.CLONE_PARENT | uint64(unix.SIGCHLD), 0, 0, 0, 0, unit}})
 	if err == nil {
@@ -118,18 +125,35 @@ func (p *Platform) newStub() (*stubProcess, error) {
 	return s, nil
 }
 
-// destroy kills the stub process, waits until the reaper has collected it
-// and frees its control-file units.
+func newStubProcess(p *Platform, unit uint64) *stubProcess {
+	s := &stubProcess{p: p, unit: unit, threads: make(map[int]*threadContext)}
+	s.finishing.Store(2)
+	return s
+}
+
+// destroy kills the stub process. It does not wait: its control-file units
+// are freed once the reaper has collected it too (finish).
 func (s *stubProcess) destroy() {
 	if !s.dead.Load() {
 		unix.Kill(s.pid, unix.SIGKILL)
 	}
-	<-s.gone
+	s.finish()
+}
+
+// finish is called by destroy and by the reaper; the second call frees the
+// stub's control-file units.
+func (s *stubProcess) finish() {
+	if s.finishing.Add(-1) != 0 {
+		return
+	}
 	s.mu.Lock()
 	for _, t := range s.threads {
 		s.p.ctl.freeUnit(t.unit)
 	}
-	s.threads = nil
+	for _, t := range s.exited {
+		s.p.ctl.freeUnit(t.unit)
+	}
+	s.threads, s.exited = nil, nil
 	s.mu.Unlock()
 	s.p.ctl.freeUnit(s.unit)
 }

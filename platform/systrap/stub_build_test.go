@@ -26,7 +26,7 @@ func stubDefines() []string {
 		"PAR_SIGACTION": parSigaction, "PAR_NUM_SIGNALS": parNumSignals, "PAR_SIGNALS": parSignals, "PAR_DFL_ACTION": parDflAction,
 		"TS_STATE": tsState, "TS_STUB_SLEEPING": tsStubSleeping, "TS_SENTRY_SLEEPING": tsSentrySleeping,
 		"TS_SIGNO": tsSigno, "TS_SIGINFO": tsSiginfo, "TS_UCONTEXT": tsUcontext,
-		"TS_FSBASE": tsFSBase, "TS_GSBASE": tsGSBase, "TS_FSGS_DIRTY": tsFSGSDirty,
+		"TS_FSBASE": tsFSBase, "TS_GSBASE": tsGSBase, "TS_FSGS_DIRTY": tsFSGSDirty, "TS_PARK": tsPark,
 		"TS_ALT_STACK":   tsAltStack,
 		"THREAD_TRAPPED": threadTrapped, "THREAD_RESUME": threadResume,
 		"REQ_SEQ": reqSeq, "REQ_NOPS": reqNOps, "REQ_OPS": reqOps,

@@ -28,6 +28,7 @@ type Platform struct {
 	memFD   int
 	source  *stubProcess // never runs guest code: new stubs are cloned from it
 	reaper  *reaper
+	pool    stubPool
 	entries stubEntries
 }
 
@@ -56,6 +57,7 @@ func New(memFD int) (*Platform, error) {
 		return nil, err
 	}
 	p.source = src
+	p.startPool()
 	return p, nil
 }
 
@@ -90,12 +92,26 @@ func hasAuxvBit(auxv []byte, key, bit uint64) bool {
 // MaxUserAddress implements platform.Platform.
 func (p *Platform) MaxUserAddress() uintptr { return MaxGuestAddr }
 
-// NewAddressSpace implements platform.Platform: it clones a fresh stub from
-// the source stub.
+// NewAddressSpace implements platform.Platform: a stub made ahead of need
+// (pool.go), or a fresh one.
 func (p *Platform) NewAddressSpace() (platform.AddressSpace, error) {
+	if as := p.pool.take(); as != nil {
+		return as, nil
+	}
+	return p.newAddressSpace()
+}
+
+// newAddressSpace clones a fresh stub from the source stub, with its first
+// thread parked.
+func (p *Platform) newAddressSpace() (*addressSpace, error) {
 	stub, err := p.newStub()
 	if err != nil {
 		return nil, err
 	}
-	return &addressSpace{p: p, stub: stub}, nil
+	as := &addressSpace{p: p, stub: stub}
+	if as.first, err = as.startThread(); err != nil {
+		as.Release()
+		return nil, err
+	}
+	return as, nil
 }

@@ -82,6 +82,7 @@ func (t *Task) handleSignals() {
 		if tg.stopped {
 			cont := tg.contCh
 			tg.mu.Unlock()
+			t.park()
 			select {
 			case <-cont:
 			case <-t.interrupt:

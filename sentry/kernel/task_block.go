@@ -33,8 +33,22 @@ func (t *Task) Block(ch <-chan struct{}) error {
 	select {
 	case <-ch:
 		return nil
+	default:
+	}
+	t.park()
+	select {
+	case <-ch:
+		return nil
 	case <-t.interrupt:
 		return ERESTARTSYS
+	}
+}
+
+// park tells the platform that the task's guest thread waits for a while,
+// so that no CPU spins waiting to resume it.
+func (t *Task) park() {
+	if t.ctx != nil {
+		t.ctx.Park()
 	}
 }
 
@@ -56,6 +70,7 @@ func (t *Task) BlockUntil(ch <-chan struct{}, deadline time.Time) error {
 	if t.check.Load() {
 		return ERESTARTSYS
 	}
+	t.park()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {

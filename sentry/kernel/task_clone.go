@@ -168,6 +168,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	if child.vforkDone != nil {
 		// The parent waits until the child execs or exits; only its own
 		// death ends the wait early.
+		t.park()
 		for {
 			select {
 			case <-child.vforkDone:

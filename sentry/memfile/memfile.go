@@ -29,7 +29,12 @@ type File struct {
 
 	mu   sync.Mutex
 	next uint64   // offsets at and above next were never allocated
-	free []frange // released ranges, sorted by offset, coalesced
+	free []frange // released ranges, zeroed, sorted by offset, coalesced
+	// dirty are freed ranges not yet punched; reclaiming says a goroutine
+	// is punching them (Free).
+	dirty      []frange
+	reclaiming bool
+	reclaimMu  sync.Mutex // held while a batch is punched
 	// shared are the pages with more than one reference (refs.go).
 	shared []refSeg
 }
@@ -85,19 +90,60 @@ func (f *File) Allocate(length uint64) (uint64, error) {
 	return off, nil
 }
 
-// Free returns pages to the host and makes the range available again.
+// Free gives pages back. Their memory returns to the host (a hole punched
+// in the memfd) on a goroutine of its own: punching is slow, since the host
+// must take the pages out of every stub that maps them, and an exiting or
+// exec'ing process need not wait for it. The range is allocated again only
+// once punched, so it comes back zeroed.
 func (f *File) Free(off, length uint64) {
 	if length == 0 {
 		return
 	}
-	f.Zero(off, length)
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	i := sort.Search(len(f.free), func(i int) bool { return f.free[i].off > off })
+	f.dirty = append(f.dirty, frange{off, length})
+	start := !f.reclaiming
+	f.reclaiming = true
+	f.mu.Unlock()
+	if start {
+		go f.reclaim()
+	}
+}
+
+// reclaim punches the freed ranges until none is left.
+func (f *File) reclaim() {
+	for f.reclaimBatch() {
+	}
+}
+
+// reclaimBatch punches the ranges freed so far and makes them allocatable;
+// it reports whether there were any (if not, reclaiming stops).
+func (f *File) reclaimBatch() bool {
+	f.reclaimMu.Lock()
+	defer f.reclaimMu.Unlock()
+	f.mu.Lock()
+	batch := f.dirty
+	f.dirty = nil
+	if len(batch) == 0 {
+		f.reclaiming = false
+	}
+	f.mu.Unlock()
+	for _, r := range batch {
+		f.Zero(r.off, r.len)
+	}
+	f.mu.Lock()
+	for _, r := range batch {
+		f.insertFreeLocked(r)
+	}
+	f.mu.Unlock()
+	return len(batch) > 0
+}
+
+// insertFreeLocked adds r to the free list, coalesced with its neighbours.
+func (f *File) insertFreeLocked(r frange) {
+	i := sort.Search(len(f.free), func(i int) bool { return f.free[i].off > r.off })
 	f.free = append(f.free, frange{})
 	copy(f.free[i+1:], f.free[i:])
-	f.free[i] = frange{off, length}
-	// Coalesce with the neighbours.
+	f.free[i] = r
 	if i+1 < len(f.free) && f.free[i].off+f.free[i].len == f.free[i+1].off {
 		f.free[i].len += f.free[i+1].len
 		f.free = append(f.free[:i+1], f.free[i+2:]...)

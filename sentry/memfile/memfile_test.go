@@ -17,6 +17,7 @@ func TestAllocateFreeReuse(t *testing.T) {
 	s[0] = 7
 	f.Free(b, PageSize)
 	f.Free(a, 2*PageSize)
+	f.reclaimBatch() // what the reclaiming goroutine does, done now
 	// Coalesced: a three-page allocation fits where a and b were.
 	d, _ := f.Allocate(3 * PageSize)
 	if d != a {
@@ -57,6 +58,7 @@ func TestRefCounts(t *testing.T) {
 		t.Fatalf("segments left: %v", f.shared)
 	}
 	f.DecRef(a, 4*PageSize) // all freed
+	f.reclaimBatch()
 	b, _ := f.Allocate(4 * PageSize)
 	if b != a || f.Slice(b+3*PageSize, 1)[0] != 0 {
 		t.Fatalf("freed range not reused zeroed: %#x vs %#x", b, a)

@@ -82,6 +82,12 @@ func (m *MemoryManager) HandleFault(addr uintptr, access platform.Prot) Fault {
 	if access&platform.ProtWrite != 0 && p.cow {
 		lo := max(pageRoundDown(addr)&^(cowChunk-1), v.start, p.start)
 		hi := min((pageRoundDown(addr)&^(cowChunk-1))+cowChunk, v.end, p.end)
+		if m.mf.Exclusive(p.off, uint64(p.length())) {
+			// No one else holds these pages any more (the child that
+			// shared them exec'd or exited): all of them become writable
+			// in one go, not a fault per chunk.
+			lo, hi = p.start, p.end
+		}
 		m.breakCowLocked(lo, hi)
 		return FaultHandled
 	}

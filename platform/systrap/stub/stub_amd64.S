@@ -61,6 +61,13 @@ stub_start:
 	.long thread_exit - stub_start
 	.long 0x6d6f6174 /* "moat": marks a well-formed blob */
 
+/*
+ * YIELD_EVERY(counter, loop): every 64th spin iteration, sched_yield and go
+ * on at loop. On a machine with few CPUs a spinner may hold the CPU that the
+ * thread it waits for was woken on; yielding lets that thread run.
+ */
+#define YIELD_EVERY(counter, loop) testl $63, counter; jnz loop; movl $SYS_sched_yield, %eax; syscall
+
 /* exit_group(code) from stub code: used when start-up fails. */
 #define DIE(code) movl $SYS_exit_group, %eax; movl $code, %edi; syscall; ud2
 
@@ -242,7 +249,10 @@ sys_loop:
 	jne 12f
 	pause
 	decl %ebx
-	jnz 10b
+	jz 13f
+	YIELD_EVERY(%ebx, 10b)
+	jmp 10b
+13:
 	/* Sleep: announce it, then re-check so a request posted meanwhile is not missed. */
 	movl $1, RES_STUB_SLEEPING(%r14)
 	mfence
@@ -372,10 +382,14 @@ handler:
 	movl PAR_HANDLER_SPIN(%r12), %r12d
 21:	cmpl $THREAD_RESUME, TS_STATE(%rbx)
 	je 23f
+	cmpl $0, TS_PARK(%rbx)
+	jne 25f
 	pause
 	decl %r12d
-	jnz 21b
-	movl $1, TS_STUB_SLEEPING(%rbx)
+	jz 25f
+	YIELD_EVERY(%r12d, 21b)
+	jmp 21b
+25:	movl $1, TS_STUB_SLEEPING(%rbx)
 	mfence
 	cmpl $THREAD_TRAPPED, TS_STATE(%rbx)
 	jne 22f

@@ -1,0 +1,49 @@
+package systrap
+
+// Making a stub (a clone of the source stub, then its first thread) takes
+// about 250 µs of host work here, paid twice by every fork+exec; a pool made
+// in the background keeps it off the guest's path.
+
+// poolSize is how many address spaces wait ready: a fork and the exec that
+// follows it take two.
+const poolSize = 2
+
+// stubPool holds address spaces made ahead of need. It starts empty and is
+// first filled after the first address space is taken, so a sandbox whose
+// init never forks pays for one spare at most.
+type stubPool struct {
+	ready  chan *addressSpace
+	refill chan struct{}
+}
+
+// take returns a ready address space, or nil if none is; either way it asks
+// for the pool to be topped up.
+func (sp *stubPool) take() *addressSpace {
+	var as *addressSpace
+	select {
+	case as = <-sp.ready:
+	default:
+	}
+	select {
+	case sp.refill <- struct{}{}:
+	default: // a refill is already asked for
+	}
+	return as
+}
+
+// startPool starts the goroutine that fills the pool whenever take asks.
+// Pooled stubs die with the sentry, like every stub (parent-death signal).
+func (p *Platform) startPool() {
+	p.pool = stubPool{ready: make(chan *addressSpace, poolSize), refill: make(chan struct{}, 1)}
+	go func() {
+		for range p.pool.refill {
+			for len(p.pool.ready) < poolSize {
+				as, err := p.newAddressSpace()
+				if err != nil {
+					break // the next take makes its own and reports the error
+				}
+				p.pool.ready <- as
+			}
+		}
+	}()
+}
