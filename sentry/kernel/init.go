@@ -85,6 +85,8 @@ func (k *Kernel) CreateInit(s InitSpec) error {
 	tg.tasks = []*Task{t}
 	k.treeMu.Lock()
 	k.tasks[1] = t
+	t.nprocUID = t.creds.UID
+	k.countTaskLocked(t, 1)
 	k.tgs[1] = tg
 	k.nextTID = 2
 	k.init = tg

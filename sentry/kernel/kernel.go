@@ -62,6 +62,7 @@ type Kernel struct {
 	treeMu  sync.Mutex
 	nextTID int32
 	tasks   map[int32]*Task        // living tasks by tid
+	nproc   map[uint32]int         // living tasks by the real uid they started with (RLIMIT_NPROC)
 	tgs     map[int32]*ThreadGroup // processes by pid, zombies included
 	init    *ThreadGroup
 
@@ -94,7 +95,7 @@ func New(c Config) (*Kernel, error) {
 		c.Log = func(string, ...any) {}
 	}
 	k := &Kernel{Config: c, bootMono: hostMonotonic(), bootTime: time.Now(), nextTID: 1,
-		tasks: make(map[int32]*Task), tgs: make(map[int32]*ThreadGroup), done: make(chan struct{})}
+		tasks: make(map[int32]*Task), nproc: make(map[uint32]int), tgs: make(map[int32]*ThreadGroup), done: make(chan struct{})}
 	var err error
 	if k.vdso, err = k.newVDSO(); err != nil {
 		return nil, err

@@ -77,3 +77,27 @@ func (l *Limits) all() [NumLimits]Limit {
 	defer l.mu.Unlock()
 	return l.l
 }
+
+// mayAddTaskLocked applies RLIMIT_NPROC to a new task t: like Linux, it
+// counts every task (threads too) of t's real user, and exempts root and
+// holders of CAP_SYS_RESOURCE or CAP_SYS_ADMIN. A task stays counted under
+// the uid it started with, even if it changes its uid later.
+func (k *Kernel) mayAddTaskLocked(t *Task, limit uint64) bool {
+	c := t.creds
+	c.Lock()
+	uid, eff := c.UID, c.CapEffective
+	c.Unlock()
+	t.nprocUID = uid
+	if uid == 0 || eff&(1<<unix.CAP_SYS_RESOURCE|1<<unix.CAP_SYS_ADMIN) != 0 {
+		return true
+	}
+	return uint64(k.nproc[uid]) < limit
+}
+
+// countTaskLocked adds delta to the count of t's user's tasks.
+func (k *Kernel) countTaskLocked(t *Task, delta int) {
+	k.nproc[t.nprocUID] += delta
+	if k.nproc[t.nprocUID] <= 0 {
+		delete(k.nproc, t.nprocUID)
+	}
+}

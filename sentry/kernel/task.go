@@ -26,6 +26,9 @@ type Task struct {
 	fds   *FDTable
 	fs    *FSContext
 	creds *Credentials
+	// nprocUID is the real uid the task is counted under for
+	// RLIMIT_NPROC (treeMu).
+	nprocUID uint32
 
 	// Signal state, guarded by tg.mu except where noted.
 	sigMask  uint64

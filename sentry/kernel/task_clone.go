@@ -115,6 +115,11 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 		return 0, unix.EAGAIN
 	}
 	child.tid = tid
+	if !k.mayAddTaskLocked(child, t.tg.limits.Get(unix.RLIMIT_NPROC).Cur) {
+		k.treeMu.Unlock()
+		undo()
+		return 0, unix.EAGAIN
+	}
 	if f&unix.CLONE_THREAD != 0 {
 		child.tg = t.tg
 	} else {
@@ -155,6 +160,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	tg.tasks = append(tg.tasks, child)
 	tg.mu.Unlock()
 	k.tasks[tid] = child
+	k.countTaskLocked(child, 1)
 	k.treeMu.Unlock()
 
 	if f&unix.CLONE_CHILD_SETTID != 0 {

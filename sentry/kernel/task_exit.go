@@ -64,6 +64,7 @@ func (t *Task) exit() {
 	k.treeMu.Lock()
 	if k.tasks[t.tid] == t { // an exec'ing thread may have taken over the id
 		delete(k.tasks, t.tid)
+		k.countTaskLocked(t, -1)
 	}
 	if last {
 		tg.itimer.stop()
