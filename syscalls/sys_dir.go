@@ -118,11 +118,24 @@ func readlinkAt(t *kernel.Task, dirfd int32, pathAddr, buf uintptr, size int64) 
 	if size <= 0 {
 		return 0, unix.EINVAL
 	}
-	p, err := lookupAt(t, dirfd, pathAddr, false, unix.AT_EMPTY_PATH)
+	name, err := copyInPath(t, pathAddr)
 	if err != nil {
 		return 0, err
 	}
+	p, err := lookupNameAt(t, dirfd, name, false, unix.AT_EMPTY_PATH)
+	if err != nil {
+		return 0, err
+	}
+	// An empty path reads the link open at dirfd (O_PATH|O_NOFOLLOW);
+	// Linux answers ENOENT for any other file there, one outside the tree
+	// (a pipe) included.
+	if p.Dentry == nil {
+		return 0, unix.ENOENT
+	}
 	target, err := vfs.Readlink(p.Dentry.Inode(), t)
+	if err == unix.EINVAL && name == "" {
+		return 0, unix.ENOENT
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -156,6 +169,15 @@ func faccessat(t *kernel.Task, dirfd int32, pathAddr uintptr, mode uint32, flags
 	p, err := lookupAt(t, dirfd, pathAddr, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags)
 	if err != nil {
 		return 0, err
+	}
+	if p.Dentry == nil {
+		// AT_EMPTY_PATH on a file outside the tree (a pipe): its own mode
+		// answers, and no mount makes it read-only.
+		st, err := statAt(t, dirfd, pathAddr, flags)
+		if err != nil {
+			return 0, err
+		}
+		return 0, mayAccess(t, &st, mode)
 	}
 	st, err := p.Dentry.Inode().Stat()
 	if err != nil {

@@ -99,9 +99,7 @@ func EpollPwait(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, err
 	}
 	n, err := epollWait(t, a.Int(0), a.Ptr(1), int(a.Int(2)), msDeadline(a.Int(3)))
-	if err == nil {
-		t.RestoreTemporaryMask()
-	}
+	endTempMask(t, err)
 	return n, err
 }
 
@@ -115,9 +113,7 @@ func EpollPwait2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, err
 	}
 	n, err := epollWait(t, a.Int(0), a.Ptr(1), int(a.Int(2)), deadline)
-	if err == nil {
-		t.RestoreTemporaryMask()
-	}
+	endTempMask(t, err)
 	return n, err
 }
 

@@ -135,9 +135,7 @@ func Ppoll(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, err
 	}
 	n, err := doPoll(t, a.Ptr(0), a[1], deadline)
-	if err == nil {
-		t.RestoreTemporaryMask()
-	}
+	endTempMask(t, err)
 	return n, writeBackTimespec(t, a.Ptr(2), deadline, err)
 }
 
@@ -205,6 +203,19 @@ func tempMask(t *kernel.Task, maskAddr uintptr, size uint64) error {
 	return nil
 }
 
+// endTempMask ends the mask tempMask applied, as the call returns. A call
+// a signal interrupted keeps it until the signal is handled: the handler's
+// frame saves the mask from before the call (Linux's
+// restore_saved_sigmask_unless). Any other return restores it now, errors
+// included, or the guest would go on with the mask it only waited with.
+func endTempMask(t *kernel.Task, err error) {
+	switch err {
+	case kernel.ERESTARTNOHAND, kernel.ERESTARTSYS, kernel.ERESTARTNOINTR, unix.EINTR:
+		return
+	}
+	t.RestoreTemporaryMask()
+}
+
 // Select implements Linux syscall select(2).
 func Select(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	var deadline *time.Time
@@ -245,9 +256,7 @@ func Pselect6(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		}
 	}
 	n, err := doSelect(t, a, deadline)
-	if err == nil {
-		t.RestoreTemporaryMask()
-	}
+	endTempMask(t, err)
 	return n, writeBackTimespec(t, a.Ptr(4), deadline, err)
 }
 

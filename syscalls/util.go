@@ -37,12 +37,20 @@ func dirPath(t *kernel.Task, dirfd int32) (vfs.Path, error) {
 }
 
 // lookupAt resolves the path at pathAddr relative to dirfd. With
-// AT_EMPTY_PATH in flags, an empty path names dirfd's own file.
+// AT_EMPTY_PATH in flags, an empty path names dirfd's own file, which may
+// be one outside the tree (a pipe, an eventfd, the sandbox's stdio): its
+// Path has no Dentry, and the caller must answer for it.
 func lookupAt(t *kernel.Task, dirfd int32, pathAddr uintptr, follow bool, flags int) (vfs.Path, error) {
 	name, err := copyInPath(t, pathAddr)
 	if err != nil {
 		return vfs.Path{}, err
 	}
+	return lookupNameAt(t, dirfd, name, follow, flags)
+}
+
+// lookupNameAt is lookupAt for a path already copied in.
+func lookupNameAt(t *kernel.Task, dirfd int32, name string, follow bool, flags int) (vfs.Path, error) {
+	var err error
 	if name == "" && flags&unix.AT_EMPTY_PATH != 0 {
 		if dirfd == atFDCWD {
 			_, cwd := t.FS().Get()

@@ -15,11 +15,16 @@ import (
 // recordingAS is an address space that records what it is asked to do.
 type recordingAS struct {
 	maps, unmaps, protects int
+	emptyMaps              int // maps of no bytes, which mmap(2) refuses
 	released               bool
 }
 
 func (a *recordingAS) MapFile(addr uintptr, off uint64, length uintptr, prot platform.Prot) error {
 	a.maps++
+	if length == 0 {
+		a.emptyMaps++
+		return unix.EINVAL
+	}
 	return nil
 }
 func (a *recordingAS) Unmap(addr, length uintptr) error { a.unmaps++; return nil }
@@ -115,6 +120,24 @@ func TestFixedReplacesAndFileContents(t *testing.T) {
 	}
 	if _, err := m.CopyOut(0x200000+PageSize, []byte("x")); err != unix.EFAULT {
 		t.Fatalf("copy into a read-only mapping: %v, want EFAULT", err)
+	}
+}
+
+// TestFileMappingPastEOF: a mapping that starts past the end of its file
+// (which Linux allows: touching it raises SIGBUS) is one range the platform
+// can map, not an empty one before it, which it refuses.
+func TestFileMappingPastEOF(t *testing.T) {
+	m, as := newMM(t)
+	data := []byte("short")
+	a, err := m.MMap(MMapOpts{Length: 2 * PageSize, Prot: rw, Shared: true, File: bytes.NewReader(data), Offset: 1 << 40})
+	if err != nil {
+		t.Fatalf("mapping past the end of the file: %v", err)
+	}
+	if as.emptyMaps != 0 {
+		t.Fatalf("%d empty ranges given to the platform", as.emptyMaps)
+	}
+	if _, err := m.CopyIn(a, make([]byte, 1)); err != unix.EFAULT {
+		t.Fatalf("copy from past the end of the file: %v, want EFAULT", err)
 	}
 }
 

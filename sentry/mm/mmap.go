@@ -139,6 +139,11 @@ func (m *MemoryManager) backLocked(v *vma, lo, hi uintptr) ([]pma, error) {
 	if err == nil || lo+filePages >= hi {
 		return []pma{{start: lo, end: hi, off: off}}, nil
 	}
+	if filePages == 0 {
+		// All of it is past the end (an offset beyond it): one pma, not an
+		// empty one before it, which the platform cannot map.
+		return []pma{{start: lo, end: hi, off: off, pastEOF: true}}, nil
+	}
 	mid := lo + filePages
 	return []pma{{start: lo, end: mid, off: off}, {start: mid, end: hi, off: off + uint64(filePages), pastEOF: true}}, nil
 }
