@@ -46,7 +46,7 @@ type Workload struct {
 var Workloads = []Workload{
 	{
 		Name: "run-true", Kind: Wall, Unit: "ms",
-		What: "whole-container start-up: create, start, wait for and delete a container whose process is busybox true",
+		What: "whole-container start-up: create, start, wait for and delete a container whose process is /bin/true",
 		Argv: []string{"/bin/true"}, Needs: []string{"/bin/true"},
 	},
 	{
