@@ -204,7 +204,12 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 	}
 	atomic.StoreUint32(c.word(tsPark), 0)
 	publish(c.word(tsState), threadResume, c.word(tsStubSleeping))
-	ok := waitFor(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &c.stub.dead, guestSpinIters)
+	spin := guestSpinIters
+	if longSpinners.Add(1) <= maxLongSpinners {
+		spin = longSpinIters
+	}
+	ok := waitFor(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &c.stub.dead, spin)
+	longSpinners.Add(-1)
 	c.running.Store(false)
 	if !ok {
 		return platform.Event{}, errStubDead

@@ -1,6 +1,7 @@
 package systrap
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ func spinPause()
 // before it sleeps, waiting for a guest thread and for a syscall thread;
 // set by calibrateSpin.
 var (
+	longSpinIters    = 20000
 	guestSpinIters   = 2000
 	requestSpinIters = 8000
 	calibrateOnce    sync.Once
@@ -30,6 +32,7 @@ var (
 // it is worth waiting longer for.
 const (
 	guestSpinTime   = 40 * time.Microsecond
+	longSpinTime    = time.Millisecond
 	requestSpinTime = 200 * time.Microsecond
 )
 
@@ -51,8 +54,21 @@ func calibrateSpin() {
 		pauseTime = per
 	}
 	guestSpinIters = spinIters(guestSpinTime)
+	longSpinIters = spinIters(longSpinTime)
 	requestSpinIters = spinIters(requestSpinTime)
 }
+
+// Waiting for a guest thread, the first maxLongSpinners waiters spin for
+// longSpinTime, the others for guestSpinTime. A guest computes between two
+// system calls for tens to hundreds of microseconds (python's start-up:
+// 350 calls in 11 ms), and a futex wake-up here costs about as much, paid at
+// every call. One long spinner per two CPUs keeps one thread's hand-offs
+// fast and bounds the CPU spent on spinning; its yields give the CPU to any
+// other runnable thread.
+var (
+	maxLongSpinners = int32(max(runtime.NumCPU()/2, 1))
+	longSpinners    atomic.Int32 // sentry threads now waiting for a guest thread
+)
 
 // spinIters is how many PAUSEs take about d, at least 100.
 func spinIters(d time.Duration) int {
