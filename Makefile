@@ -53,9 +53,15 @@ test: deps build
 demo: deps build
 	@./demo/demo.sh $(abspath $(BIN)/moat) $(abspath $(BUILD))/demo
 
-conformance: deps build
+# conformance runs the suite natively and in RUNTIME (moat, runc, runsc or a
+# path), and writes docs/conformance-RUNTIME.{txt,json}. runsc is current
+# gVisor on its systrap platform, built by bench-deps.
+RUNTIME ?= moat
+CONFORMANCE_FLAGS_runsc := --runsc $(abspath $(BIN))/runsc --runtime-flag=--platform=systrap --runtime-flag=--network=none
+conformance: deps build $(if $(filter runsc,$(RUNTIME)),bench-deps)
 	@mkdir -p docs
 	$(BIN)/moat-conformance --runtime $(if $(filter moat,$(RUNTIME)),$(abspath $(BIN)/moat),$(RUNTIME)) \
+		$(CONFORMANCE_FLAGS_$(RUNTIME)) \
 		--json docs/conformance-$(notdir $(RUNTIME)).json | tee docs/conformance-$(notdir $(RUNTIME)).txt
 
 # rootfs-debian builds, once, the Debian rootfs (python3, gcc, make, git) in
