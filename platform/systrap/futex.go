@@ -87,7 +87,10 @@ func waitFor(word *uint32, want uint32, sleeping *uint32, dead *atomic.Bool, spi
 		if i%64 == 0 {
 			// With few CPUs, the thread this one waits for may have been
 			// woken on this CPU: let it run (the stub's spins do the same).
+			// And a goroutine made runnable meanwhile (a task whose wait
+			// just ended) must not wait for this spin to end for a P.
 			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			runtime.Gosched()
 		}
 	}
 	for {
