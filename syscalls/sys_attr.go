@@ -146,7 +146,7 @@ func Fallocate(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, err
 	}
 	defer f.DecRef()
-	return 0, vfs.Fallocate(f, a.Uint(1), a.Int64(2), a.Int64(3))
+	return 0, vfs.Fallocate(t, f, a.Uint(1), a.Int64(2), a.Int64(3))
 }
 
 // Utime implements Linux syscall utime(2): struct utimbuf holds two

@@ -159,6 +159,12 @@ func Sendfile(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	buf := make([]byte, min(count, 1<<16))
 	done := uint64(0)
 	for done < count {
+		if done > 0 && t.Interrupted() {
+			// A signal, a stop or the task's exit waits on this copy of up
+			// to 2 GiB: it ends with what it moved, as Linux's does when a
+			// signal is pending.
+			break
+		}
 		chunk := buf[:min(uint64(len(buf)), count-done)]
 		var n int
 		if offAddr != 0 {
@@ -171,12 +177,16 @@ func Sendfile(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		}
 		w, werr := out.Write(vfs.NewIOSeqBuffer(chunk[:n]).WithContext(t))
 		done += uint64(w)
+		if w < n && offAddr == 0 {
+			// Only what was written counts as read: the rest goes back.
+			in.Seek(int64(w-n), unix.SEEK_CUR)
+		}
 		if werr != nil {
 			err = werr
 			break
 		}
-		if n < len(chunk) {
-			break
+		if w < n || n < len(chunk) {
+			break // a short write or read ends the copy
 		}
 	}
 	if offAddr != 0 {

@@ -233,9 +233,7 @@ func Kill(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // protectedInit: a process in the sandbox cannot kill or stop init, which
 // only takes signals it has handlers for (Linux's SIGNAL_UNKILLABLE).
-func protectedInit(tg *kernel.ThreadGroup, sig int) bool {
-	return tg.IsInit() && (sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP))
-}
+func protectedInit(tg *kernel.ThreadGroup, sig int) bool { return tg.Unkillable(sig) }
 
 // senderInfo is the siginfo of a signal sent by t.
 func senderInfo(t *kernel.Task, sig int, code int32) kernel.SigInfo {
@@ -321,9 +319,13 @@ func sigqueue(t *kernel.Task, tgid, tid int32, sig int, infoAddr uintptr) error 
 		if target == nil || target.ThreadGroup() != tg {
 			return unix.ESRCH
 		}
-		target.SendSignal(info)
+		if !protectedInit(tg, sig) {
+			target.SendSignal(info)
+		}
 		return nil
 	}
-	tg.SendSignal(info)
+	if !protectedInit(tg, sig) {
+		tg.SendSignal(info)
+	}
 	return nil
 }

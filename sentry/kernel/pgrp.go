@@ -100,3 +100,10 @@ func (tg *ThreadGroup) SIDOf() int32 {
 
 // IsInit reports whether tg is the sandbox's init.
 func (tg *ThreadGroup) IsInit() bool { return tg == tg.k.init }
+
+// Unkillable reports whether sig, sent from inside the sandbox, cannot
+// reach tg: init takes SIGKILL and SIGSTOP only from outside (Linux's
+// SIGNAL_UNKILLABLE); other signals it has no handler for it ignores.
+func (tg *ThreadGroup) Unkillable(sig int) bool {
+	return tg.IsInit() && (sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP))
+}

@@ -24,6 +24,12 @@ func isRestart(errno unix.Errno) bool {
 	return errno == ERESTARTSYS || errno == ERESTARTNOINTR || errno == ERESTARTNOHAND
 }
 
+// Interrupted reports whether the task has something to attend to before
+// it goes on (a signal to handle, a stop, its exit): a call that moves
+// data in a loop stops there with what it has done, as Linux's loops do
+// when a signal is pending.
+func (t *Task) Interrupted() bool { return t.check.Load() }
+
 // Block waits until ch is ready or the task is interrupted (a signal to
 // handle, a stop or its exit), which gives ERESTARTSYS.
 func (t *Task) Block(ch <-chan struct{}) error {

@@ -37,6 +37,11 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 		return 0, unix.EPERM
 	case !ValidSignal(o.ExitSignal) && o.ExitSignal != 0:
 		return 0, unix.EINVAL
+	case f&unix.CLONE_SETTLS != 0 && o.TLS >= uint64(t.mm.MaxAddr()):
+		// As for arch_prctl(ARCH_SET_FS): Linux refuses a base beyond user
+		// space with EPERM, and the host could not load a non-canonical
+		// one into the child's stub thread, which would die of it.
+		return 0, unix.EPERM
 	}
 	k := t.k
 
@@ -123,9 +128,11 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	if f&unix.CLONE_THREAD != 0 {
 		child.tg = t.tg
 	} else {
-		parent := t.tg
+		parent, exitSignal := t.tg, o.ExitSignal
 		if f&unix.CLONE_PARENT != 0 {
-			parent = t.tg.parent
+			// A sibling tells the parent what the caller would: Linux gives
+			// it the caller's exit signal, not the one asked for.
+			parent, exitSignal = t.tg.parent, t.tg.exitSignal
 		}
 		if parent == nil {
 			k.treeMu.Unlock()
@@ -137,7 +144,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 			sighand = sighand.copyHand()
 		}
 		tg := newThreadGroup(k, tid, sighand)
-		tg.parent, tg.pgid, tg.sid, tg.exitSignal = parent, t.tg.pgid, t.tg.sid, o.ExitSignal
+		tg.parent, tg.pgid, tg.sid, tg.exitSignal = parent, t.tg.pgid, t.tg.sid, exitSignal
 		tg.limits.setAll(t.tg.limits.all())
 		parent.children[tg] = struct{}{}
 		k.tgs[tid] = tg

@@ -97,6 +97,9 @@ func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 			continue
 		}
 		c.parent = reaper
+		// Its exit signal becomes SIGCHLD, as Linux's reparent_leader makes
+		// it: what an orphan chose must not slay its new parent.
+		c.exitSignal = int(unix.SIGCHLD)
 		reaper.children[c] = struct{}{}
 		if leader := c.Leader(); leader != nil && leader.prctl.PdeathSig != 0 {
 			go c.SendSignal(SigInfo{Signo: int32(leader.prctl.PdeathSig), Code: SIUser})
@@ -115,7 +118,7 @@ func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 		parent.childEvents.broadcast()
 		return
 	}
-	if tg.exitSignal != 0 {
+	if tg.exitSignal != 0 && !parent.Unkillable(tg.exitSignal) {
 		info := SigInfo{Signo: int32(tg.exitSignal), Code: CLDExited}
 		st := int32(status.Code)
 		if status.Signo != 0 {

@@ -37,9 +37,10 @@ const (
 
 // Allocator is implemented by open files that can reserve space
 // (fallocate(2) with mode 0): the range reads as zeros, at least what it
-// held, and the size grows to cover it.
+// held, and the size grows to cover it. A task interrupted on the way gets
+// EINTR and nothing allocated, as from Linux's tmpfs.
 type Allocator interface {
-	Allocate(off, length int64) error
+	Allocate(c Context, off, length int64) error
 }
 
 // Chmod implements chmod(2) on the file at p.
@@ -231,7 +232,7 @@ type Resizer interface {
 
 // Fallocate implements fallocate(2) with mode 0, the only one supported:
 // other modes give EOPNOTSUPP.
-func Fallocate(f *File, mode uint32, off, length int64) error {
+func Fallocate(c Context, f *File, mode uint32, off, length int64) error {
 	if off < 0 || length <= 0 {
 		return unix.EINVAL
 	}
@@ -261,7 +262,7 @@ func Fallocate(f *File, mode uint32, off, length int64) error {
 	if !ok {
 		return unix.EOPNOTSUPP
 	}
-	return a.Allocate(off, length)
+	return a.Allocate(c, off, length)
 }
 
 // FSStat is a file system's statfs(2).

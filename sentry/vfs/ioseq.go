@@ -47,6 +47,9 @@ type Context interface {
 	Signal(sig int)
 	// FileSizeLimit is the task's RLIMIT_FSIZE.
 	FileSizeLimit() uint64
+	// Interrupted reports whether a signal, a stop or a kill waits for the
+	// task: an operation that loops over a size the task chose stops there.
+	Interrupted() bool
 }
 
 // WithContext sets the task the I/O runs for and returns s.

@@ -190,24 +190,32 @@ func (n *inode) truncateLocked(size int64) {
 
 // Allocate implements vfs.Allocator: every page of the range is allocated
 // (so that later writes there cannot fail with ENOSPC) and the size grows
-// to cover it. On ENOSPC the pages it allocated are given back.
-func (f *file) Allocate(off, length int64) error {
+// to cover it. On ENOSPC the pages it allocated are given back, and so they
+// are when the task is interrupted (EINTR): a memfd has no size limit, and
+// the range may be terabytes.
+func (f *file) Allocate(c vfs.Context, off, length int64) error {
 	n := f.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var added []int64
+	undo := func(err error) error {
+		for _, a := range added {
+			delete(n.data, a)
+		}
+		n.fs.pages.Add(-int64(len(added)))
+		return err
+	}
 	for idx := off / pageSize; idx <= (off+length-1)/pageSize; idx++ {
 		if n.data[idx] != nil {
 			continue
 		}
 		if _, err := n.pageLocked(idx); err != nil {
-			for _, a := range added {
-				delete(n.data, a)
-			}
-			n.fs.pages.Add(-int64(len(added)))
-			return err
+			return undo(err)
 		}
 		added = append(added, idx)
+		if len(added)%256 == 0 && c != nil && c.Interrupted() {
+			return undo(unix.EINTR)
+		}
 	}
 	t := now()
 	if off+length > n.size {

@@ -249,17 +249,41 @@ func TestSizeLimit(t *testing.T) {
 	// Truncating gives space back; a failed fallocate keeps none.
 	n := ino.(*inode)
 	n.SetAttr(&vfs.Attr{Mask: vfs.SetSize, Size: pageSize})
-	if err := f.Allocate(0, 4*pageSize); err != unix.ENOSPC {
+	if err := f.Allocate(nil, 0, 4*pageSize); err != unix.ENOSPC {
 		t.Errorf("Allocate too much: %v", err)
 	}
 	if fs, _ := root.StatFS(); fs.Bfree != 2 {
 		t.Errorf("after failed Allocate: %d free, want 2", fs.Bfree)
 	}
-	if err := f.Allocate(pageSize, 2*pageSize); err != nil {
+	if err := f.Allocate(nil, pageSize, 2*pageSize); err != nil {
 		t.Errorf("Allocate: %v", err)
 	}
 	if st := stat(t, ino); st.Size != 3*pageSize || st.Blocks != 24 {
 		t.Errorf("after Allocate: size %d blocks %d", st.Size, st.Blocks)
+	}
+}
+
+// interruptedTask is a task with a signal waiting.
+type interruptedTask struct{}
+
+func (interruptedTask) Block(<-chan struct{}) error { return unix.EINTR }
+func (interruptedTask) Signal(int)                  {}
+func (interruptedTask) FileSizeLimit() uint64       { return 1<<63 - 1 }
+func (interruptedTask) Interrupted() bool           { return true }
+
+// TestAllocateInterrupted: a memfd has no size limit, so fallocate over a
+// range of terabytes stops when the task is interrupted, with EINTR and
+// nothing kept, as Linux's tmpfs does, rather than run the host out of
+// memory while a kill waits.
+func TestAllocateInterrupted(t *testing.T) {
+	f := NewMemFD("big", 0, 0).(*memFile).file
+	before := memfdFS.pages.Load()
+	if err := f.Allocate(interruptedTask{}, 0, 1<<40); err != unix.EINTR {
+		t.Fatalf("Allocate of 1 TiB, interrupted: %v, want EINTR", err)
+	}
+	if st := stat(t, f.n); st.Size != 0 || st.Blocks != 0 || memfdFS.pages.Load() != before {
+		t.Fatalf("after an interrupted Allocate: size %d, blocks %d, %d pages in use (%d before)",
+			st.Size, st.Blocks, memfdFS.pages.Load(), before)
 	}
 }
 
