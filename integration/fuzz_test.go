@@ -99,7 +99,7 @@ func TestFuzzFindings(t *testing.T) {
 		t.Skip("not root: moat needs root to run a sandbox")
 	}
 	e := newEnv(t)
-	e.buildTestdata("fuzz_findings")
+	e.buildTestdata("fuzz_findings", "-pthread")
 	e.config("/bin/fuzz_findings")
 	out, errOut, code := e.moatCmd("run", "--bundle", e.bundle, "findings")
 	if code != 0 || out != "OK\n" {

@@ -8,13 +8,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static int failed;
@@ -33,6 +36,75 @@ static sigset_t current_mask(void)
 	sigset_t m;
 	sigprocmask(SIG_SETMASK, 0, &m);
 	return m;
+}
+
+/* vfork_child_exits is vfork whose child exits at once, touching nothing
+ * of the memory it shares with its parent. */
+static long vfork_child_exits(void)
+{
+	long ret;
+	__asm__ volatile("syscall\n\t"
+			 "test %%rax, %%rax\n\t"
+			 "jnz 1f\n\t"
+			 "mov $60, %%eax\n\t"
+			 "xor %%edi, %%edi\n\t"
+			 "syscall\n"
+			 "1:"
+			 : "=a"(ret)
+			 : "a"(SYS_vfork)
+			 : "rcx", "r11", "rdi", "memory");
+	return ret;
+}
+
+static volatile int spinning = 1;
+static void *spin(void *arg)
+{
+	(void)arg;
+	sigset_t alrm;
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM); /* the ticks are for the vforking thread */
+	pthread_sigmask(SIG_BLOCK, &alrm, 0);
+	while (spinning)
+		syscall(SYS_getppid);
+	return 0;
+}
+static void nothing(int sig) { (void)sig; }
+
+/* vfork_under_signals vforks for a while in a process with a second thread
+ * and a fast timer: a signal in the parent's wait once made it wait on a
+ * channel its child had cleared, for ever. */
+static void vfork_under_signals(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct sigaction sa = {.sa_handler = nothing};
+		sigaction(SIGALRM, &sa, 0);
+		struct itimerval tick = {{0, 200}, {0, 200}};
+		setitimer(ITIMER_REAL, &tick, 0);
+		pthread_t th;
+		pthread_create(&th, 0, spin, 0);
+		struct timespec start, now;
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		do {
+			vfork_child_exits();
+			clock_gettime(CLOCK_MONOTONIC, &now);
+		} while ((now.tv_sec - start.tv_sec) * 1000000000L + now.tv_nsec - start.tv_nsec < 500000000L);
+		spinning = 0;
+		pthread_join(th, 0);
+		_exit(0);
+	}
+	/* Init's watchdog: SIGALRM, without SA_RESTART, ends its wait. */
+	struct sigaction sa = {.sa_handler = nothing};
+	sigaction(SIGALRM, &sa, 0);
+	alarm(5);
+	int st;
+	pid_t got = waitpid(pid, &st, 0);
+	alarm(0);
+	CHECK(got == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "vforks under signals: still waiting after 5 s");
+	if (got != pid) {
+		kill(pid, SIGKILL);
+		waitpid(pid, 0, 0);
+	}
 }
 
 int main(void)
@@ -102,6 +174,8 @@ int main(void)
 		usleep(100000);
 	}
 	CHECK(children == 3 && !bad, "init reaped %d children, want 3 that exited 0", children);
+
+	vfork_under_signals();
 
 	if (!failed)
 		printf("OK\n");

@@ -176,15 +176,19 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	if f&unix.CLONE_PARENT_SETTID != 0 {
 		t.mm.UpdateU32(o.ParentTID, func(uint32) (uint32, bool) { return uint32(tid), true })
 	}
+	// The child clears its vforkDone when it closes it: the parent takes
+	// the channel before the child runs, not at each turn of its wait (a
+	// nil channel, read after an interruption, would never be ready).
+	vforkDone := child.vforkDone
 	go child.run()
 
-	if child.vforkDone != nil {
+	if vforkDone != nil {
 		// The parent waits until the child execs or exits; only its own
 		// death ends the wait early.
 		t.park()
 		for {
 			select {
-			case <-child.vforkDone:
+			case <-vforkDone:
 			case <-t.interrupt:
 				if !t.exiting.Load() {
 					continue
