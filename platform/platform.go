@@ -35,6 +35,9 @@ type AddressSpace interface {
 	Protect(addr, length uintptr, prot Prot) error
 	// NewContext returns a new thread of execution in this address space.
 	NewContext() (Context, error)
+	// Kill ends every thread of the address space at once: their Switch
+	// fails. Release must still be called.
+	Kill()
 	// Release destroys the address space and every context in it.
 	Release()
 }

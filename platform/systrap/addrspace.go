@@ -77,6 +77,14 @@ func (as *addressSpace) Protect(addr, length uintptr, prot platform.Prot) error 
 	return as.queue(op{nr: unix.SYS_MPROTECT, args: [6]uint64{uint64(addr), uint64(length), uint64(prot)}})
 }
 
+// Kill implements platform.AddressSpace: the stub process dies; the reaper
+// then wakes whoever waits on its threads.
+func (as *addressSpace) Kill() {
+	if !as.stub.dead.Load() {
+		unix.Kill(as.stub.pid, unix.SIGKILL)
+	}
+}
+
 // Release implements platform.AddressSpace.
 func (as *addressSpace) Release() {
 	as.stub.destroy()

@@ -133,6 +133,7 @@ func (t *Task) handleSignals() {
 			}
 			tg.groupExitLocked(ExitStatus{Signo: sig})
 			tg.mu.Unlock()
+			t.killThreads()
 			return
 		}
 	}

@@ -18,6 +18,23 @@ func (t *Task) ExitGroup(code int) {
 	t.tg.mu.Lock()
 	t.tg.groupExitLocked(ExitStatus{Code: code & 0xff})
 	t.tg.mu.Unlock()
+	t.killThreads()
+}
+
+// killThreads ends the exiting process's threads at once, as Linux does,
+// when no other process shares its address space (a vfork parent would):
+// they need not be interrupted one by one, which takes long when the guest
+// keeps every CPU busy. The tasks then see their threads gone and exit.
+func (t *Task) killThreads() {
+	tg := t.tg
+	tg.mu.Lock()
+	n := len(tg.tasks)
+	tg.mu.Unlock()
+	// The process is exiting, so no clone adds a user meanwhile; one that
+	// was half done has added it already, and then nothing is killed.
+	if t.mm.Users() == n {
+		t.mm.AddressSpace().Kill()
+	}
 }
 
 // exit releases the task once its loop has stopped; the last task of a

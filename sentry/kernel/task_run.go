@@ -26,9 +26,11 @@ func (t *Task) run() {
 		}
 		ev, err := t.ctx.Switch(&t.regs)
 		if err != nil {
-			// The platform lost the thread (its stub died): the process
-			// cannot go on.
-			t.Log("platform: %v", err)
+			// The platform lost the thread (its stub died, or was killed
+			// because the process is exiting): the process cannot go on.
+			if !t.exiting.Load() {
+				t.Log("platform: %v", err)
+			}
 			t.tg.mu.Lock()
 			t.tg.groupExitLocked(ExitStatus{Signo: int(unix.SIGKILL)})
 			t.tg.mu.Unlock()

@@ -117,6 +117,13 @@ func (m *MemoryManager) IncUsers() {
 	m.mu.Unlock()
 }
 
+// Users is how many tasks use the memory manager.
+func (m *MemoryManager) Users() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.users
+}
+
 // DecUsers drops a user; the last one frees every page and the address
 // space, and DecUsers then reports true.
 func (m *MemoryManager) DecUsers() bool {

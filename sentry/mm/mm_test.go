@@ -28,6 +28,7 @@ func (a *recordingAS) MapFile(addr uintptr, off uint64, length uintptr, prot pla
 	return nil
 }
 func (a *recordingAS) Unmap(addr, length uintptr) error { a.unmaps++; return nil }
+func (a *recordingAS) Kill()                            {}
 func (a *recordingAS) Protect(addr, length uintptr, prot platform.Prot) error {
 	a.protects++
 	return nil
