@@ -19,7 +19,7 @@ import (
 // fuzzCalls random calls.
 var fuzzSeeds = []uint64{1, 7, 12, 19}
 
-const fuzzCalls = 100000
+const fuzzCalls = 60000
 
 // fuzzTimeout is how long one run may take before it counts as hung.
 const fuzzTimeout = 90 * time.Second
