@@ -65,8 +65,13 @@ func TestGuestSyscallFuzz(t *testing.T) {
 	// and is logged as "syscall N: ...": a bug, whichever call it was.
 	log, err := os.ReadFile(e.log)
 	must(t, err)
-	if m := regexp.MustCompile(`msg="sentry: syscall \d+: [^"]*"`).FindAllString(string(log), 10); len(m) > 0 {
+	if m := regexp.MustCompile(`msg="sentry: \[\d+\] syscall \d+: [^"]*"`).FindAllString(string(log), 10); len(m) > 0 {
 		t.Errorf("handlers failed with errors that are not errnos:\n%s", strings.Join(m, "\n"))
+	}
+	// Nor may a guest lose its stub: the platform then kills the process,
+	// which Linux would not have.
+	if m := regexp.MustCompile(`msg="sentry: \[\d+\] platform: [^"]*"`).FindAllString(string(log), 10); len(m) > 0 {
+		t.Errorf("guest threads lost by the platform:\n%s", strings.Join(m, "\n"))
 	}
 
 	// And the next sandbox works.

@@ -107,6 +107,40 @@ static void vfork_under_signals(void)
 	}
 }
 
+static void *vfork_forever(void *arg)
+{
+	(void)arg;
+	for (;;)
+		vfork_child_exits();
+	return 0;
+}
+
+/* vfork_while_exiting: a process exits (exit_group) while its other thread
+ * vforks. The sentry ends an exiting process's stub at once when no other
+ * process shares it; a vfork under way could still add its child to that
+ * stub, and the child was then killed with it (SIGKILL instead of exit 0).
+ * Linux fails a clone with EINTR once the caller is dying. */
+static void vfork_while_exiting(void)
+{
+	int killed = 0;
+	for (int round = 0; round < 100; round++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			pthread_t th;
+			pthread_create(&th, 0, vfork_forever, 0);
+			struct timespec ts = {0, 200000 + (round % 10) * 50000};
+			nanosleep(&ts, 0);
+			syscall(SYS_exit_group, 0);
+		}
+		int st;
+		pid_t got;
+		while ((got = waitpid(-1, &st, __WALL)) > 0)
+			if (got != pid && WIFSIGNALED(st))
+				killed++;
+	}
+	CHECK(killed == 0, "%d vfork children of an exiting process were killed", killed);
+}
+
 int main(void)
 {
 	int p[2];
@@ -139,7 +173,15 @@ int main(void)
 	 * reach the host, which refused it, and the process was killed). */
 	int fd = syscall(SYS_memfd_create, "f", 0);
 	CHECK(write(fd, "short", 5) == 5, "write to a memfd");
-	CHECK(mmap(0, 8192, PROT_READ, MAP_SHARED, fd, 1UL << 30) != MAP_FAILED, "mmap past EOF: errno %d", errno);
+	void *m = mmap(0, 8192, PROT_READ, MAP_SHARED, fd, 1UL << 30);
+	CHECK(m != MAP_FAILED, "mmap past EOF: errno %d", errno);
+
+	/* mincore of no bytes succeeds (the sentry indexed an empty view of a
+	 * mapped page and panicked). */
+	unsigned char vec[1];
+	char *pages = mmap(0, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	pages[4096] = 1;
+	CHECK(mincore(pages + 4096, 0, vec) == 0, "mincore(mapped, 0): errno %d", errno);
 
 	/* A TLS base beyond user space is refused, as arch_prctl refuses it
 	 * (the child's stub thread used to die loading it). */
@@ -176,6 +218,7 @@ int main(void)
 	CHECK(children == 3 && !bad, "init reaped %d children, want 3 that exited 0", children);
 
 	vfork_under_signals();
+	vfork_while_exiting();
 
 	if (!failed)
 		printf("OK\n");

@@ -848,6 +848,8 @@ int main(int argc, char **argv)
 		}
 		if (pid == 0)
 			worker(seed, k, sh, budget, debug);
+		if (debug)
+			fprintf(stderr, "fuzz: worker %lu is pid %d\n", k, pid);
 		double deadline = now() + WATCHDOG_S;
 		int status, nudged = 0, killed = 0;
 		for (;;) {

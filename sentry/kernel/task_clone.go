@@ -113,6 +113,17 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	}
 
 	k.treeMu.Lock()
+	// An exiting process makes no child, as Linux fails a clone with EINTR
+	// once a fatal signal is pending: its stub may be gone already
+	// (killThreads), with the new thread in it. A thread is refused below.
+	t.tg.mu.Lock()
+	exiting := t.tg.exiting
+	t.tg.mu.Unlock()
+	if exiting && f&unix.CLONE_THREAD == 0 {
+		k.treeMu.Unlock()
+		undo()
+		return 0, unix.EINTR
+	}
 	tid := k.allocTIDLocked()
 	if tid == 0 {
 		k.treeMu.Unlock()

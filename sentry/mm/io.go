@@ -184,6 +184,9 @@ func (m *MemoryManager) Residency(addr, length uintptr) ([]byte, error) {
 	if !ok {
 		return nil, unix.ENOMEM
 	}
+	if end == addr {
+		return nil, nil // no page: Linux answers success, mapped or not
+	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if !m.vmas.covered(addr, end) {

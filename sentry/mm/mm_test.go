@@ -142,6 +142,21 @@ func TestFileMappingPastEOF(t *testing.T) {
 	}
 }
 
+// TestResidencyEmpty: mincore of no bytes succeeds, inside a mapping or
+// not (it used to index the first byte of an empty view).
+func TestResidencyEmpty(t *testing.T) {
+	m, _ := newMM(t)
+	a, err := m.MMap(MMapOpts{Length: 2 * PageSize, Prot: rw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range []uintptr{a, a + PageSize, 0x100000} {
+		if res, err := m.Residency(addr, 0); err != nil || len(res) != 0 {
+			t.Errorf("Residency(%#x, 0) = %v, %v; want nothing and no error", addr, res, err)
+		}
+	}
+}
+
 func TestMunmapSplitsAndCopyFaults(t *testing.T) {
 	m, _ := newMM(t)
 	m.MMap(MMapOpts{Addr: 0x300000, Length: 4 * PageSize, Fixed: true, Prot: rw})
