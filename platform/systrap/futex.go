@@ -70,6 +70,13 @@ var (
 	longSpinners    atomic.Int32 // sentry threads now waiting for a guest thread
 )
 
+// A spinning sentry thread yields its CPU every yieldEvery polls (about a
+// microsecond) and its Go P every goschedEvery polls (tens of microseconds).
+const (
+	yieldEvery   = 64
+	goschedEvery = 1024
+)
+
 // spinIters is how many PAUSEs take about d, at least 100.
 func spinIters(d time.Duration) int {
 	return max(int(d/pauseTime), 100)
@@ -84,12 +91,17 @@ func waitFor(word *uint32, want uint32, sleeping *uint32, dead *atomic.Bool, spi
 			return true
 		}
 		spinPause()
-		if i%64 == 0 {
+		if i%yieldEvery == 0 {
 			// With few CPUs, the thread this one waits for may have been
 			// woken on this CPU: let it run (the stub's spins do the same).
-			// And a goroutine made runnable meanwhile (a task whose wait
-			// just ended) must not wait for this spin to end for a P.
 			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		}
+		if i%goschedEvery == 0 {
+			// A goroutine made runnable meanwhile (a task whose wait just
+			// ended) must not wait for this spin to end for a P. Rarely:
+			// this thread is locked to its goroutine, so the Go scheduler
+			// hands its P away and back through futexes, which costs more
+			// than a whole guest system call.
 			runtime.Gosched()
 		}
 	}
