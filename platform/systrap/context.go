@@ -214,6 +214,8 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 		return platform.Event{Kind: platform.EventInterrupt}, nil
 	}
 	atomic.StoreUint32(c.word(tsPark), 0)
+	busy := c.stub.p.busy
+	busy.enter()
 	publish(c.word(tsState), threadResume, c.word(tsStubSleeping))
 	spin := guestSpinIters
 	if longSpinners.Add(1) <= maxLongSpinners {
@@ -221,6 +223,7 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 	}
 	ok := waitFor(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &c.stub.dead, spin)
 	longSpinners.Add(-1)
+	busy.leave()
 	c.running.Store(false)
 	if !ok {
 		return platform.Event{}, errStubDead

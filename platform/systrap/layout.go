@@ -54,6 +54,7 @@ const (
 	parPPID        = 48  // u32: the sentry's pid, for the parent-death check
 	parHandlerSpin = 52  // u32: spin iterations before a handler sleeps
 	parSysSpin     = 56  // u32: spin iterations before the syscall thread sleeps
+	parGuestBusy   = 60  // u32: guest threads keep every CPU busy: handlers spin without yielding (busy.go)
 	parSigaction   = 64  // struct kernel_sigaction used for every handled signal
 	parNumSignals  = 96  // u32
 	parSignals     = 100 // [16]u32: the signals the handler serves

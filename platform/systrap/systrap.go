@@ -30,6 +30,7 @@ type Platform struct {
 	reaper  *reaper
 	pool    stubPool
 	entries stubEntries
+	busy    *busyGauge
 }
 
 var _ platform.Platform = (*Platform)(nil)
@@ -51,6 +52,7 @@ func New(memFD int) (*Platform, error) {
 		ctl.close()
 		return nil, err
 	}
+	p.busy = newBusyGauge(ctl.u32(paramsOff + parGuestBusy))
 	src, err := p.forkSourceStub()
 	if err != nil {
 		ctl.close()

@@ -64,11 +64,9 @@ stub_start:
 /*
  * YIELD_EVERY(counter, loop): every 64th spin iteration, sched_yield and go
  * on at loop. On a machine with few CPUs a spinner may hold the CPU that the
- * thread it waits for was woken on; yielding lets that thread run. Only the
- * syscall thread yields: a guest thread runs at a lower priority
- * (guestNice), and a yield sends it behind every runnable thread, which
- * under load (a guest with 64 busy threads) is a whole round of the host's
- * run queue.
+ * thread it waits for was woken on; yielding lets that thread run. The
+ * handler of a guest thread yields only while the guest leaves a CPU idle
+ * (PAR_GUEST_BUSY, busy.go).
  */
 #define YIELD_EVERY(counter, loop) testl $63, counter; jnz loop; movl $SYS_sched_yield, %eax; syscall
 
@@ -390,7 +388,15 @@ handler:
 	jne 25f
 	pause
 	decl %r12d
+	jz 25f
+	testl $63, %r12d
 	jnz 21b
+	movabsq $PARAMS_VA, %rax
+	cmpl $0, PAR_GUEST_BUSY(%rax)
+	jne 21b
+	movl $SYS_sched_yield, %eax
+	syscall
+	jmp 21b
 25:	movl $1, TS_STUB_SLEEPING(%rbx)
 	mfence
 	cmpl $THREAD_TRAPPED, TS_STATE(%rbx)
