@@ -21,10 +21,10 @@ const (
 	maxScriptDepth  = 4
 )
 
-// image is a program ready to run: its memory, a thread in it, registers.
+// image is a program ready to run: its memory (not yet in an address
+// space: see attachFresh and Task.Execve) and registers.
 type image struct {
 	mm   *mm.MemoryManager
-	ctx  platform.Context
 	regs arch.Registers
 	comm string
 	exe  vfs.Path
@@ -182,13 +182,9 @@ func parseShebang(b []byte) (string, string, error) {
 	return interp, strings.Trim(arg, " \t"), nil
 }
 
-// loadELF loads an ELF executable into a fresh address space.
+// loadELF loads an ELF executable into a new memory manager.
 func (k *Kernel) loadELF(res vfs.Resolver, creds *Credentials, f execFile, name string, argv, envv []string) (*image, error) {
-	as, err := k.Platform.NewAddressSpace()
-	if err != nil {
-		return nil, err
-	}
-	m := mm.New(k.MemFile, as, k.Platform.MaxUserAddress())
+	m := mm.New(k.MemFile, nil, k.Platform.MaxUserAddress())
 	ok := false
 	defer func() {
 		if !ok {
@@ -225,13 +221,24 @@ func (k *Kernel) loadELF(res vfs.Resolver, creds *Credentials, f execFile, name 
 	if err != nil {
 		return nil, err
 	}
-	ctx, err := as.NewContext()
+	ok = true
+	return &image{mm: m, comm: path.Base(name), exe: f.path,
+		regs: arch.Registers{Rip: uint64(img.Entry), Rsp: uint64(sp), Eflags: arch.InitialEflags}}, nil
+}
+
+// attachFresh puts m in a new address space and returns a thread in it.
+func (k *Kernel) attachFresh(m *mm.MemoryManager) (platform.Context, error) {
+	as, err := k.Platform.NewAddressSpace()
 	if err != nil {
 		return nil, err
 	}
-	ok = true
-	return &image{mm: m, ctx: ctx, comm: path.Base(name), exe: f.path,
-		regs: arch.Registers{Rip: uint64(img.Entry), Rsp: uint64(sp), Eflags: arch.InitialEflags}}, nil
+	ctx, err := as.NewContext()
+	if err != nil {
+		as.Release()
+		return nil, err
+	}
+	m.Attach(as)
+	return ctx, nil
 }
 
 // randomPages returns a random multiple of the page size below n pages.

@@ -61,6 +61,11 @@ func (k *Kernel) CreateInit(s InitSpec) error {
 	if err != nil {
 		return &InitError{fmt.Sprintf("exec %q: %v", s.Argv[0], err)}
 	}
+	ctx, err := k.attachFresh(img.mm)
+	if err != nil {
+		img.mm.Release()
+		return fmt.Errorf("init: %w", err)
+	}
 
 	tg := newThreadGroup(k, 1, &SigHand{})
 	tg.pgid, tg.sid = 1, 1
@@ -72,7 +77,7 @@ func (k *Kernel) CreateInit(s InitSpec) error {
 	}
 	tg.limits.setAll(limits)
 	t := newTask(k, tg)
-	t.tid, t.regs, t.ctx, t.mm, t.exe, t.comm = 1, img.regs, img.ctx, img.mm, img.exe, img.comm
+	t.tid, t.regs, t.ctx, t.mm, t.exe, t.comm = 1, img.regs, ctx, img.mm, img.exe, img.comm
 	t.fds, t.fs, t.creds = NewFDTable(), fs, creds
 	t.prctl.NoNewPrivs = s.NoNewPrivs
 	t.mm.SetLimitAS(tg.limitAS)

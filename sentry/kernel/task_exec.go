@@ -1,5 +1,11 @@
 package kernel
 
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/platform"
+)
+
 // Execve replaces the process's program (execve(2), execveat(2)) with the
 // one target names. Until the new program is loaded, nothing changes and
 // errors go back to the caller; then the other threads are ended, and the
@@ -10,19 +16,48 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 	if err != nil {
 		return err
 	}
+	// The new program's address space. A vfork child's memory stays its
+	// parent's, so it gets a fresh one, made now, while a failure can
+	// still go back to the caller.
+	var ctx platform.Context
+	if t.sharesMemoryWithOtherProcess() {
+		if ctx, err = k.attachFresh(img.mm); err != nil {
+			img.mm.Release()
+			t.Log("execve: %v", err)
+			return unix.ENOMEM
+		}
+	}
 	if !t.endOtherThreads() {
 		img.mm.Release()
 		return ErrNoReturn // killed meanwhile: the task is exiting
 	}
 
 	old, oldCtx := t.mm, t.ctx
-	t.mm, t.ctx, t.regs, t.exe, t.comm = img.mm, img.ctx, img.regs, img.exe, img.comm
+	if ctx == nil {
+		if as := old.Recycle(); as != nil {
+			// A process that had its memory to itself (fork, then exec:
+			// every command a shell runs) keeps its address space, emptied,
+			// and its thread: no stub is made or destroyed.
+			img.mm.Attach(as)
+			ctx = oldCtx
+			resetFPState(ctx.FPState())
+		} else if ctx, err = k.attachFresh(img.mm); err != nil {
+			// Its memory became shared meanwhile, and there is no address
+			// space to be had: past the point of no return, the exec
+			// fails as Linux's does then.
+			img.mm.Release()
+			t.Log("execve: %v", err)
+			t.forceSignal(SigInfo{Signo: int32(unix.SIGSEGV), Code: SIKernel})
+			return ErrNoReturn
+		}
+	}
+	t.mm, t.ctx, t.regs, t.exe, t.comm = img.mm, ctx, img.regs, img.exe, img.comm
 	t.mm.SetLimitAS(tg.limitAS)
 	t.mm.SetLimitStack(tg.limitStack)
 	if len(t.comm) > 15 {
 		t.comm = t.comm[:15]
 	}
-	if !old.DecUsers() {
+	if ctx != oldCtx && !old.DecUsers() {
 		oldCtx.Release()
 	}
 	t.releaseVfork()
@@ -52,6 +87,15 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 	}
 	k.treeMu.Unlock()
 	return ErrNoReturn
+}
+
+// sharesMemoryWithOtherProcess reports whether a task outside the process
+// uses its memory (a vfork child's parent).
+func (t *Task) sharesMemoryWithOtherProcess() bool {
+	t.tg.mu.Lock()
+	n := len(t.tg.tasks)
+	t.tg.mu.Unlock()
+	return t.mm.Users() > n
 }
 
 // endOtherThreads kills the process's other tasks and waits until they are

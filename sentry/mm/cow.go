@@ -33,7 +33,7 @@ func (m *MemoryManager) Fork(as platform.AddressSpace) *MemoryManager {
 		if !v.shared && !p.cow {
 			p.cow = true
 			if v.prot&platform.ProtWrite != 0 {
-				m.as.Protect(p.start, p.length(), hostProt(v, p))
+				m.hostProtect(v, p)
 			}
 		}
 		c.pmas.s[k] = *p
@@ -94,7 +94,7 @@ func (m *MemoryManager) HandleFault(addr uintptr, access platform.Prot) Fault {
 	// The access is allowed and the page is not copy-on-write: the host
 	// mapping lags behind (another thread changed it a moment ago). Map it
 	// again and let the guest retry.
-	m.as.MapFile(p.start, p.off, p.length(), hostProt(v, p))
+	m.hostMap(v, p)
 	return FaultHandled
 }
 
@@ -128,7 +128,7 @@ func (m *MemoryManager) breakCowLocked(lo, hi uintptr) error {
 			p.off = off
 		}
 		p.cow = false
-		m.as.MapFile(p.start, p.off, p.length(), hostProt(v, p))
+		m.hostMap(v, p)
 	}
 	return nil
 }

@@ -65,6 +65,7 @@ type Layout struct {
 }
 
 // New returns an empty memory manager over address space as, with one user.
+// With a nil as, the memory manager gets its address space later (Attach).
 func New(mf *memfile.File, as platform.AddressSpace, maxAddr uintptr) *MemoryManager {
 	return &MemoryManager{mf: mf, as: as, maxAddr: maxAddr, mmapBase: maxAddr, users: 1}
 }
@@ -137,7 +138,7 @@ func (m *MemoryManager) DecUsers() bool {
 		m.pmas.s, m.vmas.s = nil, nil
 	}
 	m.mu.Unlock()
-	if last {
+	if last && m.as != nil {
 		m.as.Release()
 	}
 	return last

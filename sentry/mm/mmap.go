@@ -167,7 +167,7 @@ func (m *MemoryManager) dropPmas(ps []pma) {
 func (m *MemoryManager) insertPmasLocked(v *vma, ps []pma) {
 	for i := range ps {
 		m.pmas.insert(ps[i])
-		m.as.MapFile(ps[i].start, ps[i].off, ps[i].length(), hostProt(v, &ps[i]))
+		m.hostMap(v, &ps[i])
 	}
 }
 
@@ -224,7 +224,7 @@ func (m *MemoryManager) removeLocked(start, end uintptr, hostUnmap bool) {
 	m.dropPmas(m.pmas.s[pi:pj])
 	m.pmas.remove(pi, pj)
 	if hostUnmap {
-		m.as.Unmap(start, end-start)
+		m.hostUnmap(start, end-start)
 	}
 }
 
@@ -284,7 +284,7 @@ func (m *MemoryManager) reprotectLocked(lo, hi uintptr) {
 	for k := pi; k < pj; k++ {
 		p := &m.pmas.s[k]
 		v, _ := m.vmas.lookup(p.start)
-		m.as.Protect(p.start, p.length(), hostProt(v, p))
+		m.hostProtect(v, p)
 	}
 }
 
@@ -395,7 +395,7 @@ func (m *MemoryManager) moveLocked(from, n, dst uintptr) {
 	pi, pj := m.pmas.isolate(from, from+n)
 	pmas := append([]pma(nil), m.pmas.s[pi:pj]...)
 	m.pmas.remove(pi, pj)
-	m.as.Unmap(from, n)
+	m.hostUnmap(from, n)
 	for _, v := range vmas {
 		v.start, v.end = dst+(v.start-from), dst+(v.end-from)
 		m.vmas.insert(v)
@@ -404,7 +404,7 @@ func (m *MemoryManager) moveLocked(from, n, dst uintptr) {
 		p.start, p.end = dst+(p.start-from), dst+(p.end-from)
 		v, _ := m.vmas.lookup(p.start)
 		m.pmas.insert(p)
-		m.as.MapFile(p.start, p.off, p.length(), hostProt(v, &p))
+		m.hostMap(v, &p)
 	}
 }
 
