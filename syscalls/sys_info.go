@@ -36,21 +36,38 @@ const (
 	grndInsecure = 4
 )
 
+// getrandomChunk is how many bytes getrandom makes and copies at a time:
+// between chunks it looks for a signal, as Linux does once a page.
+const getrandomChunk = 4096
+
 // Getrandom implements Linux syscall getrandom(2), from the host's pool.
+// A long request (up to 2 GiB) ends early, with what it has copied, when a
+// signal is pending or the task must exit; bytes that cannot be copied end
+// it too, EFAULT if there are none.
 func Getrandom(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	flags := a.Uint(2)
 	if flags&^(grndNonblock|grndRandom|grndInsecure) != 0 || flags&(grndRandom|grndInsecure) == grndRandom|grndInsecure {
 		return 0, unix.EINVAL
 	}
-	n := int(min(a[1], 1<<25))
-	buf := make([]byte, n)
-	got, err := unix.Getrandom(buf, 0)
-	if err != nil {
-		return 0, err
+	addr, n := a.Ptr(0), min(a[1], maxRW)
+	var buf [getrandomChunk]byte
+	done := uint64(0)
+	for done < n {
+		if done > 0 && t.Interrupted() {
+			break
+		}
+		chunk := buf[:min(n-done, getrandomChunk)]
+		if _, err := unix.Getrandom(chunk, 0); err != nil {
+			return 0, err
+		}
+		w, err := t.CopyOut(addr+uintptr(done), chunk)
+		done += uint64(w)
+		if err != nil {
+			if done == 0 {
+				return 0, err
+			}
+			break
+		}
 	}
-	w, err := t.CopyOut(a.Ptr(0), buf[:got])
-	if w == 0 && err != nil {
-		return 0, err
-	}
-	return uintptr(w), nil
+	return uintptr(done), nil
 }

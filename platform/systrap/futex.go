@@ -13,6 +13,9 @@ import (
 // spinPause executes one PAUSE instruction.
 func spinPause()
 
+// rdtsc reads the time-stamp counter.
+func rdtsc() uint64
+
 // guestSpinIters and requestSpinIters are how many polls the sentry makes
 // before it sleeps, waiting for a guest thread and for a syscall thread;
 // set by calibrateSpin.
@@ -44,14 +47,25 @@ var sleepTimeout = unix.NsecToTimespec(int64(100 * time.Millisecond))
 // CPU models), measured by calibrateSpin.
 var pauseTime = 20 * time.Nanosecond
 
+// yieldSlowTicks is how many TSC ticks make a sched_yield slow: one that
+// gave the CPU to another process for its slice (milliseconds), not to a
+// thread of this sandbox for a few microseconds. Set by calibrateSpin.
+var yieldSlowTicks = uint64(1 << 62)
+
+const yieldSlowTime = 200 * time.Microsecond
+
 func calibrateSpin() {
 	const n = 2000
-	start := time.Now()
+	start, tsc := time.Now(), rdtsc()
 	for i := 0; i < n; i++ {
 		spinPause()
 	}
-	if per := time.Since(start) / n; per > 0 {
+	elapsed, ticks := time.Since(start), rdtsc()-tsc
+	if per := elapsed / n; per > 0 {
 		pauseTime = per
+	}
+	if elapsed > 0 && ticks > 0 {
+		yieldSlowTicks = uint64(float64(ticks) / float64(elapsed) * float64(yieldSlowTime))
 	}
 	guestSpinIters = spinIters(guestSpinTime)
 	longSpinIters = spinIters(longSpinTime)
@@ -86,15 +100,20 @@ func spinIters(d time.Duration) int {
 // futex after spin polls. While asleep it sets *sleeping, which tells the
 // other side to wake it. It returns false if dead becomes true first.
 func waitFor(word *uint32, want uint32, sleeping *uint32, dead *atomic.Bool, spin int) bool {
+	yield := true
 	for i := 1; i <= spin; i++ {
 		if atomic.LoadUint32(word) == want {
 			return true
 		}
 		spinPause()
-		if i%yieldEvery == 0 {
+		if yield && i%yieldEvery == 0 {
 			// With few CPUs, the thread this one waits for may have been
 			// woken on this CPU: let it run (the stub's spins do the same).
+			// A slow yield means other processes keep the CPUs busy and
+			// each yield costs a slice of theirs: spin on without.
+			t := rdtsc()
 			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			yield = rdtsc()-t < yieldSlowTicks
 		}
 		if i%goschedEvery == 0 {
 			// A goroutine made runnable meanwhile (a task whose wait just

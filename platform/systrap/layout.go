@@ -59,6 +59,7 @@ const (
 	parNumSignals  = 96  // u32
 	parSignals     = 100 // [16]u32: the signals the handler serves
 	parDflAction   = 176 // a zeroed struct kernel_sigaction: SIG_DFL
+	parYieldSlow   = 208 // u64: TSC ticks after which a sched_yield counts as slow (futex.go)
 	parSysFilter   = 256 // sock_filter array of the syscall thread's filter
 	parGuestFilter = 2048
 )

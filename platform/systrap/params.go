@@ -76,6 +76,7 @@ func (p *Platform) writeParams() error {
 	le.PutUint32(b[parPPID:], uint32(os.Getpid()))
 	le.PutUint32(b[parHandlerSpin:], uint32(spinIters(handlerSpinTime)))
 	le.PutUint32(b[parSysSpin:], uint32(spinIters(sysSpinTime)))
+	le.PutUint64(b[parYieldSlow:], yieldSlowTicks)
 
 	// struct kernel_sigaction: handler, flags, restorer, mask.
 	sa := b[parSigaction:]

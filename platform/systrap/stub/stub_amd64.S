@@ -62,13 +62,26 @@ stub_start:
 	.long 0x6d6f6174 /* "moat": marks a well-formed blob */
 
 /*
- * YIELD_EVERY(counter, loop): every 64th spin iteration, sched_yield and go
- * on at loop. On a machine with few CPUs a spinner may hold the CPU that the
- * thread it waits for was woken on; yielding lets that thread run. The
- * handler of a guest thread yields only while the guest leaves a CPU idle
- * (PAR_GUEST_BUSY, busy.go).
+ * YIELD_EVERY(counter, allowed, start, loop): every 64th spin iteration,
+ * if allowed (a 32-bit register) is not zero, sched_yield, then go on at
+ * loop. On a machine with few CPUs a spinner may hold the CPU that the
+ * thread it waits for was woken on; yielding lets that thread run. But when
+ * other host processes keep the CPUs busy, a yield gives one of them a whole
+ * slice (milliseconds) while the thread that yielded waits in the run queue,
+ * where a request does not wake it up: a yield that took longer than
+ * PAR_YIELD_SLOW TSC ticks clears allowed, and the wait goes on spinning,
+ * then sleeps. start (a 64-bit register) is scratch; rax, rcx, rdx and r11
+ * are clobbered. The handler of a guest thread also yields only while the
+ * guest leaves a CPU idle (PAR_GUEST_BUSY, busy.go).
  */
-#define YIELD_EVERY(counter, loop) testl $63, counter; jnz loop; movl $SYS_sched_yield, %eax; syscall
+#define RDTSC64 rdtsc; shlq $32, %rdx; orq %rdx, %rax
+#define YIELD_EVERY(counter, allowed, start, loop) \
+	testl $63, counter; jnz loop; testl allowed, allowed; jz loop; \
+	RDTSC64; movq %rax, start; \
+	movl $SYS_sched_yield, %eax; syscall; \
+	RDTSC64; subq start, %rax; movabsq $PARAMS_VA, %rdx; \
+	cmpq PAR_YIELD_SLOW(%rdx), %rax; jb loop; \
+	xorl allowed, allowed; jmp loop
 
 /* exit_group(code) from stub code: used when start-up fails. */
 #define DIE(code) movl $SYS_exit_group, %eax; movl $code, %edi; syscall; ud2
@@ -246,14 +259,14 @@ stub_common_init:
 sys_loop:
 	movabsq $PARAMS_VA, %rbx
 	movl PAR_SYS_SPIN(%rbx), %ebx
+	movl $1, %esi /* yields allowed; rdi is YIELD_EVERY's scratch */
 10:	movl REQ_SEQ(%r15), %eax
 	cmpl %r13d, %eax
 	jne 12f
 	pause
 	decl %ebx
 	jz 13f
-	YIELD_EVERY(%ebx, 10b)
-	jmp 10b
+	YIELD_EVERY(%ebx, %esi, %rdi, 10b)
 13:
 	/* Sleep: announce it, then re-check so a request posted meanwhile is not missed. */
 	movl $1, RES_STUB_SLEEPING(%r14)
@@ -382,6 +395,7 @@ handler:
 	syscall
 20:	movabsq $PARAMS_VA, %r12
 	movl PAR_HANDLER_SPIN(%r12), %r12d
+	movl $1, %r13d /* yields allowed; r14 is YIELD_EVERY's scratch */
 21:	cmpl $THREAD_RESUME, TS_STATE(%rbx)
 	je 23f
 	cmpl $0, TS_PARK(%rbx)
@@ -389,14 +403,10 @@ handler:
 	pause
 	decl %r12d
 	jz 25f
-	testl $63, %r12d
-	jnz 21b
 	movabsq $PARAMS_VA, %rax
 	cmpl $0, PAR_GUEST_BUSY(%rax)
 	jne 21b
-	movl $SYS_sched_yield, %eax
-	syscall
-	jmp 21b
+	YIELD_EVERY(%r12d, %r13d, %r14, 21b)
 25:	movl $1, TS_STUB_SLEEPING(%rbx)
 	mfence
 	cmpl $THREAD_TRAPPED, TS_STATE(%rbx)
