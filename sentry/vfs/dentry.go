@@ -19,6 +19,11 @@ type Dentry struct {
 
 	mu       sync.Mutex
 	children map[string]*Dentry
+	// absent holds names the file system said do not exist: a dynamic
+	// loader and an interpreter probe dozens of paths that are not there
+	// at every start, and each look-up would be a gofer round trip. Every
+	// change that makes a name (addChildLocked, Rename) drops it here.
+	absent map[string]struct{}
 	// made holds mount points the sentry added to a directory whose file
 	// system lacks them (a read-only image without /proc): they are listed
 	// and found as if the file system had them.
@@ -59,7 +64,16 @@ func (d *Dentry) child(name string) (*Dentry, error) {
 	if c, ok := d.children[name]; ok && !volatile {
 		return c, nil
 	}
+	if _, ok := d.absent[name]; ok && !volatile {
+		return nil, unix.ENOENT
+	}
 	ino, err := d.inode.Lookup(name)
+	if err == unix.ENOENT && !volatile {
+		if d.absent == nil {
+			d.absent = make(map[string]struct{})
+		}
+		d.absent[name] = struct{}{}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -240,6 +240,7 @@ func (d *Dentry) addChildLocked(name string, ino Inode, mode uint32) *Dentry {
 		d.children = make(map[string]*Dentry)
 	}
 	d.children[name] = c
+	delete(d.absent, name)
 	return c
 }
 
@@ -641,6 +642,7 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 	}
 	old.name, old.parent = to.Name, nd
 	nd.children[to.Name] = old
+	delete(nd.absent, to.Name)
 	if exchange {
 		victim.name, victim.parent = from.Name, od
 		if od.children == nil {

@@ -48,6 +48,10 @@ type inode struct {
 	ro    *host.Regular
 	users int
 	cache *mm.FileCache
+	// target is a symlink's target once read: a symlink never changes
+	// (a new one is a new inode), and a usrmerged image's /lib, /lib64 and
+	// /bin are symlinks that most paths a program opens go through.
+	target string
 }
 
 // New returns the root dentry of the gofer's tree. With mf set, the tree is
@@ -102,7 +106,16 @@ func (i *inode) Readlink() (string, error) {
 	if i.attr.Type() != unix.S_IFLNK {
 		return "", unix.EINVAL
 	}
-	return i.fs.client.ReadLink(i.node)
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.target == "" {
+		t, err := i.fs.client.ReadLink(i.node)
+		if err != nil {
+			return "", err
+		}
+		i.target = t
+	}
+	return i.target, nil
 }
 
 // Open implements vfs.Inode.
