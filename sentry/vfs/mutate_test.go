@@ -381,3 +381,35 @@ func TestLookupCreate(t *testing.T) {
 		t.Errorf("missing parent: %v", err)
 	}
 }
+
+// TestAbsentNames: a name looked up and not found is remembered as absent,
+// and every way of making it makes it found.
+func TestAbsentNames(t *testing.T) {
+	tr := newTree(t)
+	tr.create(root, "/tmp/src", 0o644)
+	tr.create(root, "/tmp/moved", 0o644)
+	makers := map[string]func(name string) error{
+		"create":  func(n string) error { _, err := vfs.Create(root, tr.target(n), 0o644); return err },
+		"mkdir":   func(n string) error { return vfs.Mkdir(root, tr.target(n), 0o755) },
+		"symlink": func(n string) error { return vfs.Symlink(root, tr.target(n), "src") },
+		"link":    func(n string) error { return vfs.Link(root, tr.path("/tmp/src"), tr.target(n)) },
+		"rename":  func(n string) error { return vfs.Rename(root, tr.target("/tmp/moved"), tr.target(n), 0) },
+	}
+	for how, mk := range makers {
+		name := "/tmp/" + how
+		for range 2 { // the second look-up is answered from the cache
+			if _, err := tr.res().Lookup(name, false); err != unix.ENOENT {
+				t.Fatalf("%s: before: %v", how, err)
+			}
+		}
+		tr.ok(mk(name))
+		if _, err := tr.res().Lookup(name, false); err != nil {
+			t.Errorf("%s: the name made is not found: %v", how, err)
+		}
+	}
+	// A name that goes is absent again.
+	tr.ok(vfs.Unlink(root, tr.target("/tmp/create")))
+	if _, err := tr.res().Lookup("/tmp/create", false); err != unix.ENOENT {
+		t.Errorf("after unlink: %v", err)
+	}
+}
