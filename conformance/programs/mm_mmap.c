@@ -8,7 +8,8 @@
  * replaces what was there, MAP_FIXED_NOREPLACE refuses to; munmap and mapping
  * the same address again; the EINVAL/EBADF/EACCES/ENOMEM cases of mmap,
  * munmap and mprotect; mprotect removing and restoring access; madvise
- * MADV_DONTNEED zeroing private anonymous memory; mremap shrinking in place
+ * MADV_DONTNEED zeroing private anonymous memory, a forked child's view
+ * only; mremap shrinking in place
  * and growing with the contents kept and the new part zero; brk growth,
  * shrink and zeroed regrowth; a private file mapping showing the file, zeros
  * past its end, and copy-on-write that never reaches the file; a private
@@ -143,6 +144,20 @@ static void test_madvise(void)
 	CHECK_EQ(p[page], 0x33);
 	CHECK_ERR(syscall(SYS_madvise, p + 1, page, MADV_DONTNEED), EINVAL);
 	munmap(p, 2 * page);
+
+	/* After a fork the pages are shared copy-on-write: the child's
+	 * MADV_DONTNEED zeroes its own view only. */
+	p = map_anon(page);
+	memset(p, 0x55, page);
+	pid_t pid = check_fork();
+	if (pid == 0) {
+		CHECK_EQ(syscall(SYS_madvise, p, page, MADV_DONTNEED), 0);
+		CHECK(all_zero(p, page));
+		check_child_exit();
+	}
+	CHECK_CHILD(pid, "exited 0");
+	CHECK_EQ(p[0], 0x55);
+	munmap(p, page);
 }
 
 static void test_mremap(void)

@@ -424,6 +424,28 @@ func (m *MemoryManager) growLocked(start, end uintptr, like vma) error {
 	return nil
 }
 
+// zeroInPlaceLocked zeroes the pages of anonymous private vma v where
+// they are, if this address space alone holds them: the host mapping stays
+// and needs no change (glibc gives back every exiting thread's stack this
+// way). It reports false, changing nothing, otherwise.
+func (m *MemoryManager) zeroInPlaceLocked(v *vma) bool {
+	if v.file != nil || v.cache != nil {
+		return false
+	}
+	pi, pj := m.pmas.span(v.start, v.end)
+	for k := pi; k < pj; k++ {
+		p := &m.pmas.s[k]
+		if p.cow || !m.mf.Exclusive(p.off, uint64(p.length())) {
+			return false
+		}
+	}
+	pi, pj = m.pmas.isolate(v.start, v.end)
+	for k := pi; k < pj; k++ {
+		m.mf.Zero(m.pmas.s[k].off, uint64(m.pmas.s[k].length()))
+	}
+	return true
+}
+
 // DontNeed implements madvise(MADV_DONTNEED): the pages of a private
 // mapping in [addr, addr+length) go back to what a fresh mapping holds
 // (zeros, or the file's contents); shared mappings keep theirs.
@@ -445,6 +467,9 @@ func (m *MemoryManager) DontNeed(addr, length uintptr) error {
 	for k := vi; k < vj; k++ {
 		v := m.vmas.s[k]
 		if v.shared {
+			continue
+		}
+		if m.zeroInPlaceLocked(&v) {
 			continue
 		}
 		ps, err := m.backLocked(&v, v.start, v.end)
