@@ -12,9 +12,19 @@ import (
 // and go to the stub's syscall thread in one request, before the next guest
 // code of this address space runs.
 type addressSpace struct {
-	p     *Platform
-	stub  *stubProcess
-	first *threadContext // a parked thread made with the stub, for NewContext
+	p    *Platform
+	stub *stubProcess
+
+	// spare is a parked thread ready for NewContext: the first is made
+	// with the stub, later ones in the background once the guest has made
+	// a second thread (a thread pool or a language runtime makes more).
+	// contexts counts NewContext calls; refilling says a spare is being
+	// made, and spareMade is signalled when it is.
+	spareMu   sync.Mutex
+	spareMade sync.Cond
+	spare     *threadContext
+	contexts  int
+	refilling bool
 
 	mu      sync.Mutex
 	pending []op

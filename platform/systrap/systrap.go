@@ -111,7 +111,8 @@ func (p *Platform) newAddressSpace() (*addressSpace, error) {
 		return nil, err
 	}
 	as := &addressSpace{p: p, stub: stub}
-	if as.first, err = as.startThread(); err != nil {
+	as.spareMade.L = &as.spareMu
+	if as.spare, err = as.startThread(); err != nil {
 		as.Release()
 		return nil, err
 	}
