@@ -63,7 +63,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 			t.Log("clone: %v", err)
 			return 0, unix.EAGAIN
 		}
-		m = t.mm.Fork(as)
+		m = t.mm.Fork(as, uintptr(t.regs.Rsp))
 		if ctx, err = as.NewContext(); err != nil {
 			m.Release()
 			return 0, unix.EAGAIN

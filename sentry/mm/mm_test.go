@@ -278,7 +278,7 @@ func TestForkCopyOnWrite(t *testing.T) {
 	m.CopyOut(0xd00000, []byte("shared"))
 
 	cas := &recordingAS{}
-	c := m.Fork(cas)
+	c := m.Fork(cas, 0)
 	if as.protects == 0 {
 		t.Fatal("the parent's writable private pages were not write-protected")
 	}
@@ -318,6 +318,43 @@ func TestForkCopyOnWrite(t *testing.T) {
 	if !cas.released || !as.released {
 		t.Fatal("address spaces not released with their last user")
 	}
+}
+
+// TestForkCopiesStack: the pages around the forking thread's stack pointer
+// are the child's own from the start; the rest of the mapping is shared
+// copy-on-write.
+func TestForkCopiesStack(t *testing.T) {
+	m, _ := newMM(t)
+	const stack, size = 0x1000000, 64 * PageSize
+	m.MMap(MMapOpts{Addr: stack, Length: size, Fixed: true, Prot: rw})
+	m.CopyOut(stack, []byte("far"))
+	sp := uintptr(stack + 32*PageSize + 100)
+	m.CopyOut(sp, []byte("near"))
+
+	c := m.Fork(&recordingAS{}, sp)
+	near, _ := c.pmas.lookup(sp)
+	far, _ := c.pmas.lookup(stack)
+	if near.cow || near.start != pageRoundDown(sp)-forkCopyBelowSP || near.end != pageRoundDown(sp)+forkCopyAboveSP {
+		t.Fatalf("the child's pages near sp: %+v", *near)
+	}
+	if !far.cow {
+		t.Fatal("the child's pages far from sp are not copy-on-write")
+	}
+	if p, _ := m.pmas.lookup(sp); p.cow {
+		t.Fatal("the parent's pages near sp became copy-on-write")
+	}
+	buf := make([]byte, 4)
+	c.CopyIn(sp, buf)
+	if string(buf) != "near" {
+		t.Fatalf("the child's copy holds %q", buf)
+	}
+	m.CopyOut(sp, []byte("NEAR"))
+	c.CopyIn(sp, buf)
+	if string(buf) != "near" {
+		t.Fatalf("the parent's write reached the child: %q", buf)
+	}
+	c.DecUsers()
+	m.DecUsers()
 }
 
 func TestFileCacheSharedCopyOnWrite(t *testing.T) {
