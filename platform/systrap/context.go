@@ -21,6 +21,7 @@ type threadContext struct {
 	unit   uint64 // control-file offset of the slot
 	tid    int
 	fs, gs uint64 // FS and GS bases the stub thread has now
+	remap  bool   // the thread never started: its slot is mapped anew if reused
 
 	// running is set while the thread may be running guest code;
 	// interrupted is set by Interrupt. Switch sets running before it looks
@@ -95,6 +96,10 @@ func (as *addressSpace) makeSpare() {
 // has exited (its mapping stays) or a new one.
 func (as *addressSpace) startThread() (*threadContext, error) {
 	s := as.stub
+	if !s.hold() {
+		return nil, errStubDead
+	}
+	defer s.finish()
 	c, mapSlot, err := s.takeSlot(as)
 	if err != nil {
 		return nil, err
@@ -167,7 +172,7 @@ func (s *stubProcess) takeSlot(as *addressSpace) (*threadContext, bool, error) {
 		clear(s.p.ctl.mem[old.unit : old.unit+tsAltStack+24])
 		c := &threadContext{as: as, stub: s, index: old.index, unit: old.unit}
 		s.threads[c.index] = c
-		return c, false, nil
+		return c, old.remap, nil
 	}
 	index := -1
 	for i := 0; i < maxThreads; i++ {
@@ -198,12 +203,21 @@ func (s *stubProcess) exitedSlot(i int) bool {
 	return false
 }
 
-// forget drops a context whose thread never started.
+// forget drops a context whose thread never started. Its slot goes back
+// to the stub, remapped when it is next used (its mapping may or may not
+// be in place); its control-file unit is freed with the stub, never before:
+// a unit freed while still mapped in this stub could be handed to another,
+// and a stub that finished meanwhile has freed it already.
 func (c *threadContext) forget() {
-	c.stub.mu.Lock()
-	delete(c.stub.threads, c.index)
-	c.stub.mu.Unlock()
-	c.stub.p.ctl.freeUnit(c.unit)
+	s := c.stub
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.threads == nil {
+		return
+	}
+	delete(s.threads, c.index)
+	c.remap = true
+	s.exited = append(s.exited, c)
 }
 
 // frame returns the sentry's pointer into the slot for a stub address the

@@ -27,7 +27,7 @@ type stubProcess struct {
 	// finishing counts down the two events after which the stub's
 	// control-file units may be reused: its owner released it, and the
 	// reaper collected the process (until then a thread of a killed stub
-	// may still write to them).
+	// may still write to them); and each hold.
 	finishing atomic.Int32
 }
 
@@ -140,8 +140,23 @@ func (s *stubProcess) destroy() {
 	s.finish()
 }
 
-// finish is called by destroy and by the reaper; the second call frees the
-// stub's control-file units.
+// hold keeps the stub's control-file units from being freed until the
+// matching finish: a thread being started writes into its slot's unit. It
+// reports false if they are freed already.
+func (s *stubProcess) hold() bool {
+	for {
+		n := s.finishing.Load()
+		if n <= 0 {
+			return false
+		}
+		if s.finishing.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// finish is called by destroy, by the reaper and after each hold; the last
+// call frees the stub's control-file units.
 func (s *stubProcess) finish() {
 	if s.finishing.Add(-1) != 0 {
 		return
