@@ -1,10 +1,11 @@
 package systrap
 
 // Making a stub (a clone of the source stub, then its first thread) takes
-// about 250 µs of host work here, paid twice by every fork+exec; a pool made
-// in the background keeps it off the guest's path.
+// about 250 µs of host work here, paid by every fork (an exec keeps its
+// stub unless it is a vfork child's); a pool made in the background keeps it
+// off the guest's path.
 
-// poolSize is how many address spaces wait ready: a fork and the exec that
+// poolSize is how many address spaces wait ready: a vfork and the exec that
 // follows it take two.
 const poolSize = 2
 
@@ -17,12 +18,20 @@ type stubPool struct {
 }
 
 // take returns a ready address space, or nil if none is; either way it asks
-// for the pool to be topped up.
+// for the pool to be topped up. A stub that died while it waited is
+// dropped.
 func (sp *stubPool) take() *addressSpace {
 	var as *addressSpace
-	select {
-	case as = <-sp.ready:
-	default:
+	for as == nil {
+		select {
+		case as = <-sp.ready:
+		default:
+		}
+		if as == nil || !as.stub.dead.Load() {
+			break
+		}
+		as.Release()
+		as = nil
 	}
 	select {
 	case sp.refill <- struct{}{}:
