@@ -92,10 +92,9 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 // sharesMemoryWithOtherProcess reports whether a task outside the process
 // uses its memory (a vfork child's parent).
 func (t *Task) sharesMemoryWithOtherProcess() bool {
-	t.tg.mu.Lock()
-	n := len(t.tg.tasks)
-	t.tg.mu.Unlock()
-	return t.mm.Users() > n
+	t.tg.mu.Lock() // see killThreads
+	defer t.tg.mu.Unlock()
+	return t.mm.Users() > len(t.tg.tasks)
 }
 
 // endOtherThreads kills the process's other tasks and waits until they are

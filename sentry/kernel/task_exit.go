@@ -27,12 +27,17 @@ func (t *Task) ExitGroup(code int) {
 // keeps every CPU busy. The tasks then see their threads gone and exit.
 func (t *Task) killThreads() {
 	tg := t.tg
+	// Both counts under tg.mu: a task leaves tg.tasks (under tg.mu) before
+	// it drops its use of the memory, so read together they can only err
+	// towards not killing. Read apart, a thread that left in between made
+	// the users of memory shared with another process look like this
+	// process's tasks alone, and that process lost its stub.
 	tg.mu.Lock()
-	n := len(tg.tasks)
+	alone := t.mm.Users() == len(tg.tasks)
 	tg.mu.Unlock()
 	// The process is exiting, so no clone adds a user meanwhile; one that
 	// was half done has added it already, and then nothing is killed.
-	if t.mm.Users() == n {
+	if alone {
 		t.mm.AddressSpace().Kill()
 	}
 }
