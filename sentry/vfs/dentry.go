@@ -22,7 +22,9 @@ type Dentry struct {
 	// absent holds names the file system said do not exist: a dynamic
 	// loader and an interpreter probe dozens of paths that are not there
 	// at every start, and each look-up would be a gofer round trip. Every
-	// change that makes a name (addChildLocked, Rename) drops it here.
+	// change that makes a name (addChildLocked, Rename) drops it here. At
+	// most maxAbsent are kept, so a guest probing random names cannot grow
+	// the sentry without bound.
 	absent map[string]struct{}
 	// made holds mount points the sentry added to a directory whose file
 	// system lacks them (a read-only image without /proc): they are listed
@@ -49,6 +51,10 @@ func (d *Dentry) Name() string {
 // outside the tree, such as the sandbox's stdio, has no dentry).
 func (d *Dentry) IsDir() bool { return d != nil && d.isDir }
 
+// maxAbsent bounds the absent names remembered per directory; past it the
+// directory starts over.
+const maxAbsent = 256
+
 // child returns the named child, looking it up in the file system once
 // (every time, in a volatile directory).
 func (d *Dentry) child(name string) (*Dentry, error) {
@@ -69,7 +75,7 @@ func (d *Dentry) child(name string) (*Dentry, error) {
 	}
 	ino, err := d.inode.Lookup(name)
 	if err == unix.ENOENT && !volatile {
-		if d.absent == nil {
+		if d.absent == nil || len(d.absent) >= maxAbsent {
 			d.absent = make(map[string]struct{})
 		}
 		d.absent[name] = struct{}{}
