@@ -21,23 +21,23 @@ type stubPool struct {
 // for the pool to be topped up. A stub that died while it waited is
 // dropped.
 func (sp *stubPool) take() *addressSpace {
-	var as *addressSpace
-	for as == nil {
+	defer func() {
 		select {
-		case as = <-sp.ready:
+		case sp.refill <- struct{}{}:
+		default: // a refill is already asked for
+		}
+	}()
+	for {
+		select {
+		case as := <-sp.ready:
+			if !as.stub.dead.Load() {
+				return as
+			}
+			as.Release()
 		default:
+			return nil
 		}
-		if as == nil || !as.stub.dead.Load() {
-			break
-		}
-		as.Release()
-		as = nil
 	}
-	select {
-	case sp.refill <- struct{}{}:
-	default: // a refill is already asked for
-	}
-	return as
 }
 
 // startPool starts the goroutine that fills the pool whenever take asks.
