@@ -12,30 +12,35 @@ import (
 
 const noChange = ^uint32(0) // -1: leave the id as it is
 
-// SetUIDs implements setresuid(2), setreuid(2) and setuid(2): each of r, e
-// and s is an id or noChange. allPrivileged is setuid's rule: with
-// CAP_SETUID all three are set.
-func (c *Credentials) SetUIDs(r, e, s uint32) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.CapEffective&(1<<unix.CAP_SETUID) == 0 {
-		for _, id := range []uint32{r, e, s} {
-			if id != noChange && id != c.UID && id != c.EUID && id != c.SUID {
+// setIDs sets the real, effective and saved ids in ids to want (each an
+// id or noChange) and the fs id to the new effective one. Without the
+// capability cap, each may only become one of the three held now.
+func (c *Credentials) setIDs(cap uint, ids [3]*uint32, fs *uint32, want [3]uint32) error {
+	if !c.hasCapLocked(cap) {
+		for _, id := range want {
+			if id != noChange && id != *ids[0] && id != *ids[1] && id != *ids[2] {
 				return unix.EPERM
 			}
 		}
 	}
+	for i, id := range want {
+		if id != noChange {
+			*ids[i] = id
+		}
+	}
+	*fs = *ids[1]
+	return nil
+}
+
+// SetUIDs implements setresuid(2) and setreuid(2): each of r, e and s is
+// an id or noChange.
+func (c *Credentials) SetUIDs(r, e, s uint32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	oldR, oldE, oldS := c.UID, c.EUID, c.SUID
-	if r != noChange {
-		c.UID = r
+	if err := c.setIDs(unix.CAP_SETUID, [3]*uint32{&c.UID, &c.EUID, &c.SUID}, &c.FSUID, [3]uint32{r, e, s}); err != nil {
+		return err
 	}
-	if e != noChange {
-		c.EUID = e
-	}
-	if s != noChange {
-		c.SUID = s
-	}
-	c.FSUID = c.EUID
 	c.fixCaps(oldR, oldE, oldS)
 	return nil
 }
@@ -54,12 +59,10 @@ func (c *Credentials) fixCaps(oldR, oldE, oldS uint32) {
 	}
 }
 
-// SetUID implements setuid(2).
+// SetUID implements setuid(2): with CAP_SETUID all three uids are set,
+// without it the effective one.
 func (c *Credentials) SetUID(uid uint32) error {
-	c.mu.Lock()
-	priv := c.CapEffective&(1<<unix.CAP_SETUID) != 0
-	c.mu.Unlock()
-	if priv {
+	if c.capable(unix.CAP_SETUID) {
 		return c.SetUIDs(uid, uid, uid)
 	}
 	return c.SetUIDs(noChange, uid, noChange)
@@ -69,36 +72,26 @@ func (c *Credentials) SetUID(uid uint32) error {
 func (c *Credentials) SetGIDs(r, e, s uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.CapEffective&(1<<unix.CAP_SETGID) == 0 {
-		for _, id := range []uint32{r, e, s} {
-			if id != noChange && id != c.GID && id != c.EGID && id != c.SGID {
-				return unix.EPERM
-			}
-		}
-	}
-	if r != noChange {
-		c.GID = r
-	}
-	if e != noChange {
-		c.EGID = e
-	}
-	if s != noChange {
-		c.SGID = s
-	}
-	c.FSGID = c.EGID
-	return nil
+	return c.setIDs(unix.CAP_SETGID, [3]*uint32{&c.GID, &c.EGID, &c.SGID}, &c.FSGID, [3]uint32{r, e, s})
 }
 
-// SetGID implements setgid(2).
+// SetGID implements setgid(2), as SetUID does setuid(2).
 func (c *Credentials) SetGID(gid uint32) error {
-	c.mu.Lock()
-	priv := c.CapEffective&(1<<unix.CAP_SETGID) != 0
-	c.mu.Unlock()
-	if priv {
+	if c.capable(unix.CAP_SETGID) {
 		return c.SetGIDs(gid, gid, gid)
 	}
 	return c.SetGIDs(noChange, gid, noChange)
 }
+
+// capable reports whether cap is in the effective set.
+func (c *Credentials) capable(cap uint) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hasCapLocked(cap)
+}
+
+// hasCapLocked is capable with c.mu held.
+func (c *Credentials) hasCapLocked(cap uint) bool { return c.CapEffective&(1<<cap) != 0 }
 
 // SetFSUID implements setfsuid(2): it returns the old fsuid whether or not
 // the change was allowed.
@@ -106,7 +99,7 @@ func (c *Credentials) SetFSUID(uid uint32) uint32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.FSUID
-	if c.CapEffective&(1<<unix.CAP_SETUID) != 0 || uid == c.UID || uid == c.EUID || uid == c.SUID || uid == c.FSUID {
+	if c.hasCapLocked(unix.CAP_SETUID) || uid == c.UID || uid == c.EUID || uid == c.SUID || uid == c.FSUID {
 		c.FSUID = uid
 	}
 	return old
@@ -117,7 +110,7 @@ func (c *Credentials) SetFSGID(gid uint32) uint32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.FSGID
-	if c.CapEffective&(1<<unix.CAP_SETGID) != 0 || gid == c.GID || gid == c.EGID || gid == c.SGID || gid == c.FSGID {
+	if c.hasCapLocked(unix.CAP_SETGID) || gid == c.GID || gid == c.EGID || gid == c.SGID || gid == c.FSGID {
 		c.FSGID = gid
 	}
 	return old
@@ -127,7 +120,7 @@ func (c *Credentials) SetFSGID(gid uint32) uint32 {
 func (c *Credentials) SetGroups(groups []uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.CapEffective&(1<<unix.CAP_SETGID) == 0 {
+	if !c.hasCapLocked(unix.CAP_SETGID) {
 		return unix.EPERM
 	}
 	sort.Slice(groups, func(i, j int) bool { return groups[i] < groups[j] })
@@ -143,7 +136,7 @@ func (c *Credentials) SetCaps(eff, prm, inh uint64) error {
 	if prm&^c.CapPermitted != 0 || eff&^prm != 0 {
 		return unix.EPERM
 	}
-	if inh&^(c.CapInheritable|c.CapPermitted) != 0 && c.CapEffective&(1<<unix.CAP_SETPCAP) == 0 {
+	if inh&^(c.CapInheritable|c.CapPermitted) != 0 && !c.hasCapLocked(unix.CAP_SETPCAP) {
 		return unix.EPERM
 	}
 	c.CapEffective, c.CapPermitted, c.CapInheritable = eff, prm, inh
