@@ -31,12 +31,9 @@ func Futex(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	cmd := op & futexCmdMask
 	switch cmd {
 	case futexWait, futexWaitBitset:
-		bitset := uint32(kernel.FutexBitsetMatchAny)
-		if cmd == futexWaitBitset {
-			if val3 == 0 {
-				return 0, unix.EINVAL
-			}
-			bitset = val3
+		bitset, err := futexBitset(cmd == futexWaitBitset, val3)
+		if err != nil {
+			return 0, err
 		}
 		var deadline time.Time
 		if timeout != 0 {
@@ -50,18 +47,15 @@ func Futex(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 				deadline = absoluteDeadline(t, op&futexClockRealtime != 0, ts)
 			}
 		}
-		err := t.FutexWait(addr, val, bitset, private, deadline)
+		err = t.FutexWait(addr, val, bitset, private, deadline)
 		if err == kernel.ERESTARTSYS && timeout != 0 {
 			err = unix.EINTR // a timed wait is not restarted with its old timeout
 		}
 		return 0, err
 	case futexWake, futexWakeBitset:
-		bitset := uint32(kernel.FutexBitsetMatchAny)
-		if cmd == futexWakeBitset {
-			if val3 == 0 {
-				return 0, unix.EINVAL
-			}
-			bitset = val3
+		bitset, err := futexBitset(cmd == futexWakeBitset, val3)
+		if err != nil {
+			return 0, err
 		}
 		n, err := t.FutexWake(addr, int(val), bitset, private)
 		return retErr(uintptr(n), err)
@@ -77,6 +71,18 @@ func Futex(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return retErr(uintptr(n), err)
 	}
 	return 0, unix.ENOSYS
+}
+
+// futexBitset is the bitset of a *_BITSET operation (val3, which must not
+// be empty), or the one that matches every waiter.
+func futexBitset(withBitset bool, val3 uint32) (uint32, error) {
+	if !withBitset {
+		return kernel.FutexBitsetMatchAny, nil
+	}
+	if val3 == 0 {
+		return 0, unix.EINVAL
+	}
+	return val3, nil
 }
 
 // absoluteDeadline converts an absolute time on the guest's monotonic (or

@@ -45,11 +45,7 @@ type Allocator interface {
 
 // Chmod implements chmod(2) on the file at p.
 func Chmod(c *Creds, p Path, mode uint32) error {
-	s, err := writableInode(p)
-	if err != nil {
-		return err
-	}
-	st, err := p.Dentry.inode.Stat()
+	s, st, err := writableInodeStat(p)
 	if err != nil {
 		return err
 	}
@@ -68,11 +64,7 @@ func Chmod(c *Creds, p Path, mode uint32) error {
 // when it is group-executable (or the caller is outside its group and
 // lacks CAP_FSETID).
 func Chown(c *Creds, p Path, uid, gid int64) error {
-	s, err := writableInode(p)
-	if err != nil {
-		return err
-	}
-	st, err := p.Dentry.inode.Stat()
+	s, st, err := writableInodeStat(p)
 	if err != nil {
 		return err
 	}
@@ -120,11 +112,7 @@ func Utimes(c *Creds, p Path, times *[2]unix.Timespec) error {
 			}
 		}
 	}
-	s, err := writableInode(p)
-	if err != nil {
-		return err
-	}
-	st, err := p.Dentry.inode.Stat()
+	s, st, err := writableInodeStat(p)
 	if err != nil {
 		return err
 	}

@@ -205,6 +205,16 @@ func writableDir(dir Path) (DirWriter, error) {
 	return w, nil
 }
 
+// writableInodeStat is writableInode with the inode's attributes.
+func writableInodeStat(p Path) (AttrSetter, Stat, error) {
+	s, err := writableInode(p)
+	if err != nil {
+		return nil, Stat{}, err
+	}
+	st, err := p.Dentry.inode.Stat()
+	return s, st, err
+}
+
 // writableInode returns the AttrSetter of the file at p, or EROFS.
 func writableInode(p Path) (AttrSetter, error) {
 	if p.Mount == nil || p.Dentry == nil || p.Mount.Flags&unix.MS_RDONLY != 0 {
