@@ -44,7 +44,10 @@ func (m *MemoryManager) Fork(as platform.AddressSpace, sp uintptr) *MemoryManage
 		}
 		v := &m.vmas.s[vi]
 		if p.start >= copyLo && p.end <= copyHi && !p.pastEOF {
-			if cp, ok := m.copyPmaLocked(p); ok {
+			// Short of memory, it is shared copy-on-write instead.
+			if off, err := m.copyPagesLocked(p); err == nil {
+				cp := *p
+				cp.off, cp.cow = off, false
 				c.pmas.s[k] = cp
 				as.MapFile(cp.start, cp.off, cp.length(), hostProt(v, &cp))
 				continue
@@ -76,17 +79,16 @@ func (m *MemoryManager) forkCopyRangeLocked(sp uintptr) (uintptr, uintptr) {
 	return max(lo, v.start), min(hi, v.end)
 }
 
-// copyPmaLocked returns a copy of p in fresh pages, for a child.
-func (m *MemoryManager) copyPmaLocked(p *pma) (pma, bool) {
+// copyPagesLocked copies p's pages into fresh ones and returns where they
+// are in the memory file.
+func (m *MemoryManager) copyPagesLocked(p *pma) (uint64, error) {
 	n := uint64(p.length())
 	off, err := m.mf.Allocate(n)
 	if err != nil {
-		return pma{}, false // shared copy-on-write instead
+		return 0, err
 	}
 	copy(m.mf.Slice(off, n), m.mf.Slice(p.off, n))
-	cp := *p
-	cp.off, cp.cow = off, false
-	return cp, true
+	return off, nil
 }
 
 // Fault is what a guest fault comes to.
@@ -166,11 +168,10 @@ func (m *MemoryManager) breakCowLocked(lo, hi uintptr) error {
 		v, _ := m.vmas.lookup(p.start)
 		n := uint64(p.length())
 		if !m.mf.Exclusive(p.off, n) {
-			off, err := m.mf.Allocate(n)
+			off, err := m.copyPagesLocked(p)
 			if err != nil {
 				return err
 			}
-			copy(m.mf.Slice(off, n), m.mf.Slice(p.off, n))
 			m.mf.DecRef(p.off, n)
 			p.off = off
 		}
