@@ -47,23 +47,23 @@ func (as *addressSpace) queue(o op) error {
 	}
 	as.pending = append(as.pending, o)
 	if len(as.pending) == maxOps {
-		return as.flushLocked()
+		return as.flushLocked(urgent)
 	}
 	return nil
 }
 
 // flush applies queued changes.
-func (as *addressSpace) flush() error {
+func (as *addressSpace) flush(u urgency) error {
 	as.mu.Lock()
 	defer as.mu.Unlock()
-	return as.flushLocked()
+	return as.flushLocked(u)
 }
 
-func (as *addressSpace) flushLocked() error {
+func (as *addressSpace) flushLocked(u urgency) error {
 	if len(as.pending) == 0 {
 		return as.err
 	}
-	_, err := as.stub.call(as.pending...)
+	_, err := as.stub.call(u, as.pending...)
 	as.pending = as.pending[:0]
 	if err != nil && as.err == nil {
 		as.err = err

@@ -79,13 +79,13 @@ func (as *addressSpace) NewContext() (platform.Context, error) {
 	if c != nil {
 		return c, nil
 	}
-	return as.startThread()
+	return as.startThread(urgent)
 }
 
 // makeSpare starts the spare thread. If that fails (the stub is dying, or
 // out of slots), there is none, and the next NewContext finds out why.
 func (as *addressSpace) makeSpare() {
-	c, _ := as.startThread()
+	c, _ := as.startThread(aheadOfNeed)
 	as.spareMu.Lock()
 	as.spare, as.refilling = c, false
 	as.spareMade.Broadcast()
@@ -93,8 +93,9 @@ func (as *addressSpace) makeSpare() {
 }
 
 // startThread starts a stub thread in a free slot: one whose earlier thread
-// has exited (its mapping stays) or a new one.
-func (as *addressSpace) startThread() (*threadContext, error) {
+// has exited (its mapping stays) or a new one. A thread started ahead of
+// need sleeps in the handler once parked instead of spinning there.
+func (as *addressSpace) startThread(u urgency) (*threadContext, error) {
 	s := as.stub
 	if !s.hold() {
 		return nil, errStubDead
@@ -110,8 +111,13 @@ func (as *addressSpace) startThread() (*threadContext, error) {
 	*ctl.u64(c.unit + tsAltStack) = va + altStackOff
 	*ctl.u32(c.unit + tsAltStack + 8) = 0
 	*ctl.u64(c.unit + tsAltStack + 16) = slotSize - altStackOff
+	spin := requestSpinIters
+	if u == aheadOfNeed {
+		*c.word(tsPark) = 1
+		spin = 0
+	}
 
-	if err := as.flush(); err != nil {
+	if err := as.flush(u); err != nil {
 		c.forget()
 		return nil, err
 	}
@@ -121,14 +127,14 @@ func (as *addressSpace) startThread() (*threadContext, error) {
 		ops = []op{{nr: unix.SYS_MMAP, args: [6]uint64{va, slotSize, unix.PROT_READ | unix.PROT_WRITE,
 			unix.MAP_SHARED | unix.MAP_FIXED, uint64(ctl.fd), c.unit}}, clone}
 	}
-	tid, err := s.call(ops...)
+	tid, err := s.call(u, ops...)
 	if err != nil {
 		c.forget()
 		return nil, fmt.Errorf("systrap: start stub thread: %w", err)
 	}
 	c.tid = int(tid)
 	// The new thread parks with ud2 in stub code.
-	if !waitFor(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &s.dead, requestSpinIters) {
+	if !waitFor(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &s.dead, spin) {
 		return nil, errStubDead
 	}
 	if signo := atomic.LoadUint32(c.word(tsSigno)); signo != uint32(unix.SIGILL) {
@@ -234,7 +240,7 @@ func (c *threadContext) frame(stubAddr uint64, size uint64) unsafe.Pointer {
 
 // Switch implements platform.Context.
 func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
-	if err := c.as.flush(); err != nil {
+	if err := c.as.flush(urgent); err != nil {
 		return platform.Event{}, err
 	}
 	ctl := c.stub.p.ctl

@@ -93,6 +93,7 @@ const (
 const (
 	reqSeq  = 0  // u32 futex word: bumped by the sentry for each request
 	reqNOps = 4  // u32
+	reqIdle = 8  // u32: when idle, the syscall thread sleeps at once instead of spinning (request.go)
 	reqOps  = 16 // [maxOps]op, opSize bytes each
 
 	opKind = 0 // u32: opSyscall, opCloneThread or opCloneStub

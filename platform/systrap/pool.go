@@ -47,7 +47,7 @@ func (p *Platform) startPool() {
 	go func() {
 		for range p.pool.refill {
 			for len(p.pool.ready) < poolSize {
-				as, err := p.newAddressSpace()
+				as, err := p.newAddressSpace(aheadOfNeed)
 				if err != nil {
 					break // the next take makes its own and reports the error
 				}

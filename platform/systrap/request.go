@@ -29,15 +29,30 @@ func (s *stubProcess) prewake() {
 	}
 }
 
+// urgency says how the two sides of a request wait. A request a guest
+// thread waits for is urgent: the sentry spins for the answer, and the
+// syscall thread spins afterwards for the next one (an ld.so maps a library
+// in a burst of calls). Work done ahead of need (pooled stubs, spare
+// threads) is not: both sides sleep at once. On a machine with few CPUs
+// every spinning thread takes CPU time from the guest threads running
+// meanwhile: the pool's spinners held one of this machine's two CPUs
+// through most of each fork+exec, and made it 10% slower.
+type urgency int
+
+const (
+	urgent urgency = iota
+	aheadOfNeed
+)
+
 // call has the stub's syscall thread execute ops in order, stopping at the
 // first that fails, and returns the last result.
-func (s *stubProcess) call(ops ...op) (uint64, error) {
+func (s *stubProcess) call(u urgency, ops ...op) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.callLocked(ops)
+	return s.callLocked(u, ops)
 }
 
-func (s *stubProcess) callLocked(ops []op) (uint64, error) {
+func (s *stubProcess) callLocked(u urgency, ops []op) (uint64, error) {
 	if len(ops) == 0 {
 		return 0, nil
 	}
@@ -58,9 +73,14 @@ func (s *stubProcess) callLocked(ops []op) (uint64, error) {
 		}
 	}
 	*c.u32(req + reqNOps) = uint32(len(ops))
+	spin, idle := requestSpinIters, uint32(0)
+	if u == aheadOfNeed {
+		spin, idle = 0, 1
+	}
+	atomic.StoreUint32(c.u32(req+reqIdle), idle)
 	s.seq++
 	publish(c.u32(req+reqSeq), s.seq, c.u32(res+resStubSleeping))
-	if !waitFor(c.u32(res+resAck), s.seq, c.u32(res+resSentrySleeping), &s.dead, requestSpinIters) {
+	if !waitFor(c.u32(res+resAck), s.seq, c.u32(res+resSentrySleeping), &s.dead, spin) {
 		return 0, errStubDead
 	}
 	n := atomic.LoadUint32(c.u32(res + resNDone))

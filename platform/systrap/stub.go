@@ -74,7 +74,7 @@ func (p *Platform) forkSourceStub() (*stubProcess, error) {
 	stubReaper.register(s)
 	stubReaper.start()
 	// A first request proves the stub is up and confined.
-	if _, err := s.call(op{kind: opSyscall, nr: unix.SYS_GETPPID}); err != nil {
+	if _, err := s.call(urgent, op{kind: opSyscall, nr: unix.SYS_GETPPID}); err != nil {
 		return nil, fmt.Errorf("systrap: source stub did not start: %w", err)
 	}
 	return s, nil
@@ -100,7 +100,7 @@ func rseqRegistered() bool {
 }
 
 // newStub clones a fresh stub from the source stub.
-func (p *Platform) newStub() (*stubProcess, error) {
+func (p *Platform) newStub(u urgency) (*stubProcess, error) {
 	unit, err := p.ctl.allocUnit()
 	if err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func (p *Platform) newStub() (*stubProcess, error) {
 	*p.ctl.u32(unit + 4096 + resAck) = 0
 	s := newStubProcess(p, unit)
 
-	pid, err := p.source.call(op{kind: opCloneStub, args: [6]uint64{unix.CLONE_PARENT | uint64(unix.SIGCHLD), 0, 0, 0, 0, unit}})
+	pid, err := p.source.call(u, op{kind: opCloneStub, args: [6]uint64{unix.CLONE_PARENT | uint64(unix.SIGCHLD), 0, 0, 0, 0, unit}})
 	if err == nil {
 		s.pid = int(pid)
 		stubReaper.register(s)
@@ -118,7 +118,7 @@ func (p *Platform) newStub() (*stubProcess, error) {
 		p.ctl.freeUnit(unit)
 		return nil, fmt.Errorf("systrap: clone stub: %w", err)
 	}
-	if _, err := s.call(op{kind: opSyscall, nr: unix.SYS_GETPPID}); err != nil {
+	if _, err := s.call(u, op{kind: opSyscall, nr: unix.SYS_GETPPID}); err != nil {
 		s.destroy()
 		return nil, fmt.Errorf("systrap: new stub did not start: %w", err)
 	}

@@ -31,7 +31,7 @@ func stubDefines() []string {
 		"TS_FSBASE": tsFSBase, "TS_GSBASE": tsGSBase, "TS_FSGS_DIRTY": tsFSGSDirty, "TS_PARK": tsPark,
 		"TS_ALT_STACK":   tsAltStack,
 		"THREAD_TRAPPED": threadTrapped, "THREAD_RESUME": threadResume,
-		"REQ_SEQ": reqSeq, "REQ_NOPS": reqNOps, "REQ_OPS": reqOps,
+		"REQ_SEQ": reqSeq, "REQ_NOPS": reqNOps, "REQ_IDLE": reqIdle, "REQ_OPS": reqOps,
 		"OP_KIND": opKind, "OP_NR": opNr, "OP_ARGS": opArgs, "MAX_OPS": maxOps,
 		"OP_CLONE_THREAD": opCloneThread, "OP_CLONE_STUB": opCloneStub,
 		"RES_ACK": resAck, "RES_SENTRY_SLEEPING": resSentrySleeping,

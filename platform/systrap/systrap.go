@@ -100,19 +100,19 @@ func (p *Platform) NewAddressSpace() (platform.AddressSpace, error) {
 	if as := p.pool.take(); as != nil {
 		return as, nil
 	}
-	return p.newAddressSpace()
+	return p.newAddressSpace(urgent)
 }
 
 // newAddressSpace clones a fresh stub from the source stub, with its first
 // thread parked.
-func (p *Platform) newAddressSpace() (*addressSpace, error) {
-	stub, err := p.newStub()
+func (p *Platform) newAddressSpace(u urgency) (*addressSpace, error) {
+	stub, err := p.newStub(u)
 	if err != nil {
 		return nil, err
 	}
 	as := &addressSpace{p: p, stub: stub}
 	as.spareMade.L = &as.spareMu
-	if as.spare, err = as.startThread(); err != nil {
+	if as.spare, err = as.startThread(u); err != nil {
 		as.Release()
 		return nil, err
 	}

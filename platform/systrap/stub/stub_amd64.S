@@ -254,7 +254,8 @@ stub_common_init:
  *   rbx = op count, rbp = op index, r12d = the op's kind.
  * A clone child learns what it is from r12 (the kind) and r9 (its
  * argument), which the syscall preserves: the request page may already
- * hold the next request by the time the child runs.
+ * hold the next request by the time the child runs. Between requests it
+ * spins PAR_SYS_SPIN polls, then sleeps; at once while REQ_IDLE is set.
  */
 sys_loop:
 	movabsq $PARAMS_VA, %rbx
@@ -263,6 +264,8 @@ sys_loop:
 10:	movl REQ_SEQ(%r15), %eax
 	cmpl %r13d, %eax
 	jne 12f
+	cmpl $0, REQ_IDLE(%r15)
+	jne 13f
 	pause
 	decl %ebx
 	jz 13f
