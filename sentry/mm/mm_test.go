@@ -359,34 +359,46 @@ func TestForkCopiesStack(t *testing.T) {
 
 func TestFileCacheSharedCopyOnWrite(t *testing.T) {
 	m, _ := newMM(t)
-	data := fakeFile(bytes.Repeat([]byte("L"), PageSize+100))
+	const filePages = 20
+	data := fakeFile(bytes.Repeat([]byte("L"), filePages*PageSize+100))
 	cache := NewFileCache(sharedFile, data, int64(len(data)))
-	a, err := m.MMap(MMapOpts{Length: 3 * PageSize, Prot: rw, File: data, Cache: cache})
+	ro, _ := m.MMap(MMapOpts{Length: 3 * PageSize, Prot: platform.ProtRead, File: data, Cache: cache})
+	big, err := m.MMap(MMapOpts{Length: (filePages + 4) * PageSize, Prot: rw, File: data, Cache: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := m.MMap(MMapOpts{Length: 3 * PageSize, Prot: platform.ProtRead, File: data, Cache: cache})
-	pa, _ := m.pmas.lookup(a)
-	pb, _ := m.pmas.lookup(b)
-	if pa.off != pb.off || !pa.cow {
+	small, _ := m.MMap(MMapOpts{Length: 3 * PageSize, Prot: rw, File: data, Cache: cache})
+	pro, _ := m.pmas.lookup(ro)
+	pbig, _ := m.pmas.lookup(big)
+	psmall, _ := m.pmas.lookup(small)
+	if pro.off != pbig.off || !pro.cow || !pbig.cow {
 		t.Fatal("two mappings of a cached file do not share its pages copy-on-write")
 	}
-	m.CopyOut(a, []byte("w"))
+	if psmall.off == pro.off || psmall.cow {
+		t.Fatal("a small private writable mapping was not copied when made")
+	}
+	m.CopyOut(big, []byte("w"))
+	m.CopyOut(small, []byte("w"))
 	buf := make([]byte, 2)
-	m.CopyIn(b, buf)
+	m.CopyIn(ro, buf)
 	if string(buf) != "LL" {
 		t.Fatalf("a private write reached the cache: %q", buf)
 	}
-	m.CopyIn(a+PageSize+99, buf)
+	m.CopyIn(small+1, buf)
+	if string(buf) != "LL" {
+		t.Fatalf("the copy holds %q, not the file", buf)
+	}
+	m.CopyIn(big+filePages*PageSize+99, buf)
 	if buf[0] != 'L' || buf[1] != 0 {
 		t.Fatalf("the end of the file is not followed by zeros: %q", buf)
 	}
-	// Past the end of the file: the third page is not there (a guest
+	// Past the end of the file: the next page is not there (a guest
 	// touching it gets SIGBUS).
-	if _, err := m.CopyOut(a+2*PageSize, []byte("z")); err != unix.EFAULT {
+	past := big + (filePages+1)*PageSize
+	if _, err := m.CopyOut(past, []byte("z")); err != unix.EFAULT {
 		t.Fatalf("page past the end of the file: %v, want EFAULT", err)
 	}
-	if m.HandleFault(a+2*PageSize, platform.ProtRead) != FaultBus {
+	if m.HandleFault(past, platform.ProtRead) != FaultBus {
 		t.Fatal("a fault past the end of the file is not a bus error")
 	}
 }

@@ -104,8 +104,21 @@ func (m *MemoryManager) backLocked(v *vma, lo, hi uintptr) ([]pma, error) {
 		case err == nil:
 			if fileOff < n {
 				k := min(uint64(hi-lo), n-fileOff)
-				m.mf.IncRef(base+fileOff, k)
-				out = append(out, pma{start: lo, end: lo + uintptr(k), off: base + fileOff, cow: !v.shared})
+				p := pma{start: lo, end: lo + uintptr(k), off: base + fileOff, cow: !v.shared}
+				if p.cow && v.prot&platform.ProtWrite != 0 && k <= cowChunk {
+					// A small private writable mapping (a library's
+					// data) is written at once, and its first write
+					// fault would copy all of it: copy it now and
+					// save the guest that fault.
+					off, err := m.copyPagesLocked(&p)
+					if err != nil {
+						return nil, err
+					}
+					p.off, p.cow = off, false
+				} else {
+					m.mf.IncRef(p.off, k)
+				}
+				out = append(out, p)
 				lo += uintptr(k)
 			}
 			if lo == hi {
