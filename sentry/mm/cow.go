@@ -1,6 +1,8 @@
 package mm
 
 import (
+	"slices"
+
 	"github.com/moat-sandbox/moat/platform"
 )
 
@@ -20,20 +22,20 @@ const (
 
 // Fork returns a copy of m in address space as, as fork(2) makes it: private
 // pages are shared copy-on-write by both, shared mappings stay shared;
-// private writable pages near sp (the forking thread's stack pointer) are
-// copied. Locks are not inherited.
+// private writable pages near sp (the forking thread's stack pointer) and
+// where earlier children wrote are copied. Locks are not inherited.
 func (m *MemoryManager) Fork(as platform.AddressSpace, sp uintptr) *MemoryManager {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := &MemoryManager{mf: m.mf, as: as, maxAddr: m.maxAddr, mmapBase: m.mmapBase, brkBase: m.brkBase, brk: m.brk,
-		users: 1, Layout: m.Layout}
+		users: 1, Layout: m.Layout, parent: m}
 	c.vmas.s = append([]vma(nil), m.vmas.s...)
 	for k := range c.vmas.s {
 		c.vmas.s[k].locked = false
 	}
-	copyLo, copyHi := m.forkCopyRangeLocked(sp)
-	if copyLo < copyHi {
-		m.pmas.isolate(copyLo, copyHi)
+	copies := m.forkCopyRangesLocked(sp)
+	for _, r := range copies {
+		m.pmas.isolate(r.lo, r.hi)
 	}
 	c.pmas.s = make([]pma, len(m.pmas.s))
 	vi := 0
@@ -43,7 +45,7 @@ func (m *MemoryManager) Fork(as platform.AddressSpace, sp uintptr) *MemoryManage
 			vi++
 		}
 		v := &m.vmas.s[vi]
-		if p.start >= copyLo && p.end <= copyHi && !p.pastEOF {
+		if !p.pastEOF && slices.ContainsFunc(copies, func(r addrRange) bool { return p.start >= r.lo && p.end <= r.hi }) {
 			// Short of memory, it is shared copy-on-write instead.
 			if off, err := m.copyPagesLocked(p); err == nil {
 				cp := *p
@@ -66,17 +68,63 @@ func (m *MemoryManager) Fork(as platform.AddressSpace, sp uintptr) *MemoryManage
 	return c
 }
 
-// forkCopyRangeLocked returns the range around sp whose pages Fork copies:
-// the part of [sp-forkCopyBelowSP, sp+forkCopyAboveSP) in sp's mapping, if
-// that is private and writable; else an empty range.
-func (m *MemoryManager) forkCopyRangeLocked(sp uintptr) (uintptr, uintptr) {
-	v, ok := m.vmas.lookup(sp)
-	if !ok || v.shared || v.prot&platform.ProtWrite == 0 {
-		return 0, 0
+// addrRange is the address range [lo, hi).
+type addrRange struct{ lo, hi uintptr }
+
+// forkCopyRangesLocked returns the ranges whose pages Fork copies: those
+// around sp, [sp-forkCopyBelowSP, sp+forkCopyAboveSP), and the chunks of
+// the pages earlier children wrote (childWrites), each cut to its mapping
+// if that is private and writable.
+func (m *MemoryManager) forkCopyRangesLocked(sp uintptr) []addrRange {
+	var out []addrRange
+	add := func(addr, lo, hi uintptr) {
+		v, ok := m.vmas.lookup(addr)
+		if ok && !v.shared && v.prot&platform.ProtWrite != 0 && max(lo, v.start) < min(hi, v.end) {
+			out = append(out, addrRange{max(lo, v.start), min(hi, v.end)})
+		}
 	}
-	lo := pageRoundDown(sp) - min(forkCopyBelowSP, pageRoundDown(sp))
-	hi := pageRoundDown(sp) + forkCopyAboveSP
-	return max(lo, v.start), min(hi, v.end)
+	down := pageRoundDown(sp)
+	add(sp, down-min(forkCopyBelowSP, down), down+forkCopyAboveSP)
+	for _, page := range m.childWrites {
+		chunk := page &^ (cowChunk - 1)
+		add(page, chunk, chunk+cowChunk)
+	}
+	return out
+}
+
+// maxLearnedChunks bounds how much a fork copies on what its children
+// wrote: 8 chunks of 16 pages.
+const maxLearnedChunks = 8
+
+// noteCowWriteLocked records that the guest wrote the copy-on-write page
+// at page, for the parent's next fork (which copies its chunk).
+func (m *MemoryManager) noteCowWriteLocked(page uintptr) {
+	if m.parent != nil && len(m.cowWrites) < maxLearnedChunks {
+		m.cowWrites = append(m.cowWrites, page)
+	}
+}
+
+// tellParent hands the pages this memory manager wrote copy-on-write to
+// the one it was forked from, whose next forks copy their chunks at once.
+// The parent keeps what children wrote, the most recent maxLearnedChunks
+// chunks: a child that wrote nothing copy-on-write may owe it to the
+// copies its fork made. It is called once, when the last user is gone
+// (exit or exec), without m.mu.
+func (m *MemoryManager) tellParent() {
+	p := m.parent
+	m.parent = nil
+	if p == nil || len(m.cowWrites) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, page := range m.cowWrites {
+		p.childWrites = slices.DeleteFunc(p.childWrites, func(q uintptr) bool { return q == page })
+		if len(p.childWrites) == maxLearnedChunks {
+			p.childWrites = p.childWrites[1:]
+		}
+		p.childWrites = append(p.childWrites, page)
+	}
 }
 
 // copyPagesLocked copies p's pages into fresh ones and returns where they
@@ -138,6 +186,7 @@ func (m *MemoryManager) HandleFault(addr uintptr, access platform.Prot) Fault {
 			lo, hi = p.start, p.end
 		}
 		m.breakCowLocked(lo, hi)
+		m.noteCowWriteLocked(pageRoundDown(addr))
 		return FaultHandled
 	}
 	// The access is allowed and the page is not copy-on-write: the host

@@ -50,8 +50,8 @@ func (m *MemoryManager) Attach(as platform.AddressSpace) {
 // If other users remain, it changes nothing and returns nil.
 func (m *MemoryManager) Recycle() platform.AddressSpace {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.users != 1 || m.as == nil {
+		m.mu.Unlock()
 		return nil
 	}
 	m.users = 0
@@ -60,5 +60,7 @@ func (m *MemoryManager) Recycle() platform.AddressSpace {
 	as := m.as
 	m.as = nil
 	as.Unmap(0, m.maxAddr)
+	m.mu.Unlock()
+	m.tellParent()
 	return as
 }

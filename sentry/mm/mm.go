@@ -41,6 +41,16 @@ type MemoryManager struct {
 
 	users int // tasks using this address space; the last one releases it
 
+	// parent is the memory manager this one was forked from. At the end
+	// of its life (exit or exec) this one tells it the pages the guest
+	// wrote copy-on-write (cowWrites), and the parent's next fork copies
+	// their chunks at once (childWrites): a process that forks again and again
+	// (a shell, a fork-loop) has children that write the same pages
+	// before they exec, a fault and a host request each.
+	parent      *MemoryManager
+	cowWrites   []uintptr
+	childWrites []uintptr
+
 	// limitAS returns RLIMIT_AS: new mappings must not make the address
 	// space larger. Nil means no limit.
 	limitAS func() uint64
@@ -138,8 +148,11 @@ func (m *MemoryManager) DecUsers() bool {
 		m.pmas.s, m.vmas.s = nil, nil
 	}
 	m.mu.Unlock()
-	if last && m.as != nil {
-		m.as.Release()
+	if last {
+		m.tellParent()
+		if m.as != nil {
+			m.as.Release()
+		}
 	}
 	return last
 }

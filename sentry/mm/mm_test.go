@@ -357,6 +357,44 @@ func TestForkCopiesStack(t *testing.T) {
 	m.DecUsers()
 }
 
+// TestForkCopiesWhatChildrenWrote: pages the last children wrote
+// copy-on-write are copied by the next fork, and a child that wrote
+// nothing (its fork copied what it needed) does not make the parent forget.
+func TestForkCopiesWhatChildrenWrote(t *testing.T) {
+	m, _ := newMM(t)
+	const data, size = 0x2000000, 64 * PageSize
+	m.MMap(MMapOpts{Addr: data, Length: size, Fixed: true, Prot: rw})
+	written := uintptr(data + 40*PageSize + 8)
+	sp := uintptr(data + 4*PageSize)
+	isCow := func(c *MemoryManager) bool {
+		p, _ := c.pmas.lookup(written)
+		return p.cow
+	}
+
+	c1 := m.Fork(&recordingAS{}, sp)
+	if !isCow(c1) {
+		t.Fatal("a first child does not share the page copy-on-write")
+	}
+	if c1.HandleFault(written, platform.ProtWrite) != FaultHandled {
+		t.Fatal("copy-on-write fault refused")
+	}
+	c1.DecUsers()
+	for i := 0; i < 2; i++ {
+		c := m.Fork(&recordingAS{}, sp)
+		if isCow(c) {
+			t.Fatalf("child %d: the page the last child wrote is shared, not copied", i+2)
+		}
+		c.CopyOut(written, []byte("x"))
+		c.DecUsers()
+	}
+	buf := make([]byte, 1)
+	m.CopyIn(written, buf)
+	if buf[0] != 0 {
+		t.Fatal("a child's write reached the parent")
+	}
+	m.DecUsers()
+}
+
 func TestFileCacheSharedCopyOnWrite(t *testing.T) {
 	m, _ := newMM(t)
 	const filePages = 20
