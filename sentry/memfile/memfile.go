@@ -28,8 +28,13 @@ type File struct {
 	base unsafe.Pointer
 
 	mu   sync.Mutex
-	next uint64   // offsets at and above next were never allocated
-	free []frange // released ranges, zeroed, sorted by offset, coalesced
+	next uint64 // offsets at and above next were never allocated
+	// free and warm are released ranges, zeroed, sorted by offset and
+	// coalesced: free ones were punched (their memory went back to the
+	// host), warm ones were cleared in place, warmBytes of them.
+	free      []frange
+	warm      []frange
+	warmBytes uint64
 	// dirty are freed ranges not yet punched; reclaiming says a goroutine
 	// is punching them (Free).
 	dirty      []frange
@@ -70,16 +75,11 @@ func (f *File) Allocate(length uint64) (uint64, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for i, r := range f.free {
-		if r.len < length {
-			continue
-		}
-		off := r.off
-		if r.len == length {
-			f.free = append(f.free[:i], f.free[i+1:]...)
-		} else {
-			f.free[i] = frange{r.off + length, r.len - length}
-		}
+	if off, ok := takeFirstFit(&f.warm, length); ok {
+		f.warmBytes -= length
+		return off, nil
+	}
+	if off, ok := takeFirstFit(&f.free, length); ok {
 		return off, nil
 	}
 	if f.next+length > fileSize || f.next+length < f.next {
@@ -90,11 +90,37 @@ func (f *File) Allocate(length uint64) (uint64, error) {
 	return off, nil
 }
 
-// Free gives pages back. Their memory returns to the host (a hole punched
-// in the memfd) on a goroutine of its own: punching is slow, since the host
-// must take the pages out of every stub that maps them, and an exiting or
-// exec'ing process need not wait for it. The range is allocated again only
-// once punched, so it comes back zeroed.
+// takeFirstFit takes length bytes from the first range of list long enough.
+func takeFirstFit(list *[]frange, length uint64) (uint64, bool) {
+	for i, r := range *list {
+		if r.len < length {
+			continue
+		}
+		if r.len == length {
+			*list = append((*list)[:i], (*list)[i+1:]...)
+		} else {
+			(*list)[i] = frange{r.off + length, r.len - length}
+		}
+		return r.off, true
+	}
+	return 0, false
+}
+
+// A freed range of at most warmMaxRange whose pages are all in host memory
+// is cleared in place rather than punched, while the warm ranges total at
+// most warmBudget. Pages given out again then cost no host page fault and
+// allocation: a fresh page costs 2.5 µs to the first write here, 16 times
+// what clearing it costs; a fork+exec touches dozens. The price is that
+// much host memory kept by a sandbox that no longer uses it.
+const (
+	warmMaxRange = 1 << 20
+	warmBudget   = 16 << 20
+)
+
+// Free gives pages back. They are zeroed (warm, or punched: the hole's
+// memory returns to the host) on a goroutine of its own, which an exiting or
+// exec'ing process need not wait for; the range is allocated again only
+// once zeroed.
 func (f *File) Free(off, length uint64) {
 	if length == 0 {
 		return
@@ -115,7 +141,7 @@ func (f *File) reclaim() {
 	}
 }
 
-// reclaimBatch punches the ranges freed so far and makes them allocatable;
+// reclaimBatch zeroes the ranges freed so far and makes them allocatable;
 // it reports whether there were any (if not, reclaiming stops).
 func (f *File) reclaimBatch() bool {
 	f.reclaimMu.Lock()
@@ -126,32 +152,74 @@ func (f *File) reclaimBatch() bool {
 	if len(batch) == 0 {
 		f.reclaiming = false
 	}
+	// Room in the warm budget is claimed now, and given back for a range
+	// that turns out not to be all in memory.
+	warm := make([]bool, len(batch))
+	for i, r := range batch {
+		if r.len <= warmMaxRange && f.warmBytes+r.len <= warmBudget {
+			warm[i] = true
+			f.warmBytes += r.len
+		}
+	}
 	f.mu.Unlock()
-	for _, r := range batch {
-		f.Zero(r.off, r.len)
+	var unclaim uint64
+	for i, r := range batch {
+		if warm[i] && !f.clearResident(r) {
+			warm[i] = false
+			unclaim += r.len
+		}
+		if !warm[i] {
+			f.Zero(r.off, r.len)
+		}
 	}
 	f.mu.Lock()
-	for _, r := range batch {
-		f.insertFreeLocked(r)
+	f.warmBytes -= unclaim
+	for i, r := range batch {
+		if warm[i] {
+			insertLocked(&f.warm, r)
+		} else {
+			insertLocked(&f.free, r)
+		}
 	}
 	f.mu.Unlock()
 	return len(batch) > 0
 }
 
-// insertFreeLocked adds r to the free list, coalesced with its neighbours.
-func (f *File) insertFreeLocked(r frange) {
-	i := sort.Search(len(f.free), func(i int) bool { return f.free[i].off > r.off })
-	f.free = append(f.free, frange{})
-	copy(f.free[i+1:], f.free[i:])
-	f.free[i] = r
-	if i+1 < len(f.free) && f.free[i].off+f.free[i].len == f.free[i+1].off {
-		f.free[i].len += f.free[i+1].len
-		f.free = append(f.free[:i+1], f.free[i+2:]...)
+// clearResident zeroes r in place if every page of it is in host memory,
+// and reports whether it did. A page not in memory may be swapped out, with
+// contents, so only a punch makes it zero without reading it back.
+func (f *File) clearResident(r frange) bool {
+	mem := f.Slice(r.off, r.len)
+	vec := make([]byte, r.len/PageSize)
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)), uintptr(unsafe.Pointer(&vec[0])))
+	if errno != 0 {
+		return false
 	}
-	if i > 0 && f.free[i-1].off+f.free[i-1].len == f.free[i].off {
-		f.free[i-1].len += f.free[i].len
-		f.free = append(f.free[:i], f.free[i+1:]...)
+	for _, v := range vec {
+		if v&1 == 0 {
+			return false
+		}
 	}
+	clear(mem)
+	return true
+}
+
+// insertLocked adds r to list, coalesced with its neighbours.
+func insertLocked(list *[]frange, r frange) {
+	l := *list
+	i := sort.Search(len(l), func(i int) bool { return l[i].off > r.off })
+	l = append(l, frange{})
+	copy(l[i+1:], l[i:])
+	l[i] = r
+	if i+1 < len(l) && l[i].off+l[i].len == l[i+1].off {
+		l[i].len += l[i+1].len
+		l = append(l[:i+1], l[i+2:]...)
+	}
+	if i > 0 && l[i-1].off+l[i-1].len == l[i].off {
+		l[i-1].len += l[i].len
+		l = append(l[:i], l[i+1:]...)
+	}
+	*list = l
 }
 
 // Slice returns the sentry's view of [off, off+length).

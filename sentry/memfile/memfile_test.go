@@ -1,6 +1,12 @@
 package memfile
 
-import "testing"
+import (
+	"slices"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 func TestAllocateFreeReuse(t *testing.T) {
 	f, err := New()
@@ -13,8 +19,6 @@ func TestAllocateFreeReuse(t *testing.T) {
 	if a == b || b == c || a+2*PageSize != b {
 		t.Fatalf("allocations overlap or are not sequential: %#x %#x %#x", a, b, c)
 	}
-	s := f.Slice(b, PageSize)
-	s[0] = 7
 	f.Free(b, PageSize)
 	f.Free(a, 2*PageSize)
 	f.reclaimBatch() // what the reclaiming goroutine does, done now
@@ -23,11 +27,52 @@ func TestAllocateFreeReuse(t *testing.T) {
 	if d != a {
 		t.Fatalf("3-page allocation at %#x, want the coalesced hole at %#x", d, a)
 	}
-	if got := f.Slice(b, 1)[0]; got != 0 {
-		t.Fatalf("reused page not zeroed: %d", got)
-	}
 	if _, err := f.Allocate(100); err == nil {
 		t.Fatal("unaligned length accepted")
+	}
+}
+
+// TestFreedPagesStayWarm: pages that were in use come back zeroed and
+// still in host memory, and the next allocation takes them first; a range
+// too large for that is punched.
+func TestFreedPagesStayWarm(t *testing.T) {
+	f, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resident := func(off, length uint64) bool {
+		vec := make([]byte, length/PageSize)
+		mem := f.Slice(off, length)
+		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(length), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+			t.Fatal(errno)
+		}
+		return !slices.ContainsFunc(vec, func(v byte) bool { return v&1 == 0 })
+	}
+	big := uint64(warmMaxRange + PageSize)
+	cold, _ := f.Allocate(PageSize)
+	used, _ := f.Allocate(2 * PageSize)
+	large, _ := f.Allocate(big)
+	f.Slice(used, 2*PageSize)[PageSize] = 7
+	f.Slice(used, PageSize)[0] = 7
+	for p := large; p < large+big; p += PageSize {
+		f.Slice(p, 1)[0] = 7
+	}
+	f.Free(cold, PageSize)
+	f.Free(used, 2*PageSize)
+	f.Free(large, big)
+	f.reclaimBatch()
+	if resident(large, big) {
+		t.Error("a range larger than warmMaxRange kept its memory")
+	}
+	got, _ := f.Allocate(2 * PageSize)
+	if got != used {
+		t.Fatalf("allocation at %#x, want the warm range at %#x", got, used)
+	}
+	if !resident(got, 2*PageSize) || f.Slice(got, 1)[0] != 0 || f.Slice(got+PageSize, 1)[0] != 0 {
+		t.Fatal("the warm range is not zeroed and in memory")
+	}
+	if f.warmBytes != 0 {
+		t.Fatalf("warmBytes %d after the warm range was taken", f.warmBytes)
 	}
 }
 
