@@ -33,6 +33,9 @@ type AddressSpace interface {
 	Unmap(addr, length uintptr) error
 	// Protect changes the protection of mappings in [addr, addr+length).
 	Protect(addr, length uintptr, prot Prot) error
+	// Sync applies the changes made so far before it returns, while
+	// other contexts of the address space may be running guest code.
+	Sync() error
 	// NewContext returns a new thread of execution in this address space.
 	NewContext() (Context, error)
 	// Kill ends every thread of the address space at once: their Switch

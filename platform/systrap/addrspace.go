@@ -71,6 +71,9 @@ func (as *addressSpace) flushLocked(u urgency) error {
 	return as.err
 }
 
+// Sync implements platform.AddressSpace.
+func (as *addressSpace) Sync() error { return as.flush(urgent) }
+
 // MapFile implements platform.AddressSpace.
 func (as *addressSpace) MapFile(addr uintptr, off uint64, length uintptr, prot platform.Prot) error {
 	return as.queue(op{nr: unix.SYS_MMAP, args: [6]uint64{

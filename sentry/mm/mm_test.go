@@ -14,9 +14,9 @@ import (
 
 // recordingAS is an address space that records what it is asked to do.
 type recordingAS struct {
-	maps, unmaps, protects int
-	emptyMaps              int // maps of no bytes, which mmap(2) refuses
-	released               bool
+	maps, unmaps, protects, syncs int
+	emptyMaps                     int // maps of no bytes, which mmap(2) refuses
+	released                      bool
 }
 
 func (a *recordingAS) MapFile(addr uintptr, off uint64, length uintptr, prot platform.Prot) error {
@@ -29,6 +29,7 @@ func (a *recordingAS) MapFile(addr uintptr, off uint64, length uintptr, prot pla
 }
 func (a *recordingAS) Unmap(addr, length uintptr) error { a.unmaps++; return nil }
 func (a *recordingAS) Kill()                            {}
+func (a *recordingAS) Sync() error                      { a.syncs++; return nil }
 func (a *recordingAS) Protect(addr, length uintptr, prot platform.Prot) error {
 	a.protects++
 	return nil
@@ -354,6 +355,27 @@ func TestForkCopiesStack(t *testing.T) {
 		t.Fatalf("the parent's write reached the child: %q", buf)
 	}
 	c.DecUsers()
+	m.DecUsers()
+}
+
+// TestUnmapBeforeFreeWithThreads: while other threads may run guest code,
+// an unmap (or a mapping over others) reaches the host before the pages
+// are freed; a lone thread's changes wait for its next Switch.
+func TestUnmapBeforeFreeWithThreads(t *testing.T) {
+	m, as := newMM(t)
+	a, _ := m.MMap(MMapOpts{Length: 4 * PageSize, Prot: rw})
+	m.Munmap(a, PageSize)
+	if as.syncs != 0 {
+		t.Fatalf("%d syncs for a lone thread's munmap, want none", as.syncs)
+	}
+	m.IncUsers()
+	unmaps := as.unmaps
+	m.Munmap(a+PageSize, PageSize)
+	m.MMap(MMapOpts{Addr: a + 2*PageSize, Length: PageSize, Fixed: true, Prot: rw})
+	if as.syncs != 2 || as.unmaps != unmaps+2 {
+		t.Fatalf("with two threads: %d syncs and %d unmaps, want 2 of each", as.syncs, as.unmaps-unmaps)
+	}
+	m.DecUsers()
 	m.DecUsers()
 }
 

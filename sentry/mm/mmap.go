@@ -226,7 +226,8 @@ func (m *MemoryManager) findRange(hint, length uintptr) (uintptr, bool) {
 	}
 }
 
-// removeLocked drops the mappings in [start, end) and their pages.
+// removeLocked drops the mappings in [start, end) and their pages. Without
+// hostUnmap the caller maps something else there on the host.
 func (m *MemoryManager) removeLocked(start, end uintptr, hostUnmap bool) {
 	i, j := m.vmas.isolate(start, end)
 	if i == j {
@@ -234,11 +235,24 @@ func (m *MemoryManager) removeLocked(start, end uintptr, hostUnmap bool) {
 	}
 	m.vmas.remove(i, j)
 	pi, pj := m.pmas.isolate(start, end)
-	m.dropPmas(m.pmas.s[pi:pj])
+	m.dropMappedLocked(m.pmas.s[pi:pj], start, end, hostUnmap)
 	m.pmas.remove(pi, pj)
-	if hostUnmap {
+}
+
+// dropMappedLocked drops the pages of ps, which were mapped at [start, end),
+// unmapping the range on the host if hostUnmap. While another thread of
+// the guest may be running, the host unmap is done first: a page freed
+// while the host still maps it here could go to another process and be
+// read by that thread. A lone thread is in the sentry now, and its next
+// Switch makes the change before it runs.
+func (m *MemoryManager) dropMappedLocked(ps []pma, start, end uintptr, hostUnmap bool) {
+	if m.users > 1 && m.as != nil {
+		m.as.Unmap(start, end-start)
+		m.as.Sync()
+	} else if hostUnmap {
 		m.hostUnmap(start, end-start)
 	}
+	m.dropPmas(ps)
 }
 
 // Munmap implements munmap(2).
@@ -490,7 +504,7 @@ func (m *MemoryManager) DontNeed(addr, length uintptr) error {
 			return err
 		}
 		pi, pj := m.pmas.isolate(v.start, v.end)
-		m.dropPmas(m.pmas.s[pi:pj])
+		m.dropMappedLocked(m.pmas.s[pi:pj], v.start, v.end, false)
 		m.pmas.remove(pi, pj)
 		m.insertPmasLocked(&v, ps)
 	}
