@@ -35,11 +35,11 @@ type File struct {
 	free      []frange
 	warm      []frange
 	warmBytes uint64
-	// dirty are freed ranges not yet punched; reclaiming says a goroutine
-	// is punching them (Free).
+	// dirty are freed ranges not yet zeroed; reclaiming says a goroutine
+	// is zeroing them (Free).
 	dirty      []frange
 	reclaiming bool
-	reclaimMu  sync.Mutex // held while a batch is punched
+	reclaimMu  sync.Mutex // held while a batch is zeroed
 	// shared are the pages with more than one reference (refs.go).
 	shared []refSeg
 }
@@ -135,7 +135,7 @@ func (f *File) Free(off, length uint64) {
 	}
 }
 
-// reclaim punches the freed ranges until none is left.
+// reclaim zeroes the freed ranges until none is left.
 func (f *File) reclaim() {
 	for f.reclaimBatch() {
 	}
