@@ -4,7 +4,11 @@
 // kernel sees only these interfaces and never imports an implementation.
 package platform
 
-import "github.com/moat-sandbox/moat/sentry/arch"
+import (
+	"time"
+
+	"github.com/moat-sandbox/moat/sentry/arch"
+)
 
 // Prot is a page protection, with Linux's PROT_* bit values.
 type Prot uint32
@@ -63,6 +67,10 @@ type Context interface {
 	// whatever waits to resume it should sleep rather than spin; the next
 	// Switch undoes it.
 	Park()
+	// Running is how long the thread has been running guest code, if it is
+	// in a Switch now (else 0): the CPU time the next event will report.
+	// It may be called from any goroutine.
+	Running() time.Duration
 	// Release ends the thread.
 	Release()
 }
@@ -94,4 +102,11 @@ type Event struct {
 	Trapno uint64
 	// ErrorCode is the CPU's error code for the exception.
 	ErrorCode uint64
+
+	// GuestTime is how long the thread ran guest code before the event,
+	// and KernelTime how long the kernel worked on its previous event
+	// (from that Switch's return to this Switch or the Park before it):
+	// the thread's user and system CPU time. Both are elapsed time, so a
+	// host that takes the CPU away meanwhile makes them larger.
+	GuestTime, KernelTime time.Duration
 }

@@ -4,8 +4,8 @@ import "golang.org/x/sys/unix"
 
 // Notes shared by several rows.
 const (
-	noteCPUTimers   = "ITIMER_VIRTUAL and ITIMER_PROF count wall time: guest CPU time is not measured"
-	noteRusage      = "the child's resource usage comes back zeroed"
+	noteCPUTimers   = "ITIMER_VIRTUAL and ITIMER_PROF fire late (by the parallel part) when several threads run at once"
+	noteRusage      = "of the child's resource usage, ru_maxrss is its resident set at exit and fields past ru_minflt are zero"
 	noteMknod       = "regular files only: FIFOs, sockets and device nodes answer EPERM"
 	noteStatfs      = "tmpfs reports its size and use; the other file systems their type, with no sizes"
 	noteNoWriteback = "file contents are copied at map time: MAP_SHARED file mappings do not write back"
@@ -84,9 +84,9 @@ var table = [...]Entry{
 	95:  full("umask", Umask),
 	96:  full("gettimeofday", Gettimeofday),
 	97:  full("getrlimit", Getrlimit),
-	98:  partial("getrusage", Getrusage, "user time is wall time since the task started; ru_maxrss is the current resident set; other fields are zero"),
+	98:  partial("getrusage", Getrusage, "ru_maxrss is the current resident set; fields past ru_minflt are zero"),
 	99:  partial("sysinfo", Sysinfo, "memory figures are the host's; load averages are zero"),
-	100: partial("times", Times, "user time is wall time since the task started"),
+	100: full("times", Times),
 	102: full("getuid", Getuid),
 	104: full("getgid", Getgid),
 	105: full("setuid", Setuid),

@@ -69,15 +69,17 @@ func hasCapSysResource(t *kernel.Task) bool {
 	return c.CapEffective&(1<<unix.CAP_SYS_RESOURCE) != 0
 }
 
-// Getrusage implements Linux syscall getrusage(2). CPU time is wall time
-// since the task started; the resident set is the current one; the
-// children's figures are those of the children reaped.
+// Getrusage implements Linux syscall getrusage(2). The resident set is the
+// current one; the children's figures are those of the children reaped.
 func Getrusage(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	switch a.Int(0) {
+	switch who := a.Int(0); who {
 	case unix.RUSAGE_SELF, unix.RUSAGE_THREAD:
-		ts, _ := t.Kernel().ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, t)
+		user, sys := t.ThreadGroup().CPUTime()
+		if who == unix.RUSAGE_THREAD {
+			user, sys = t.CPUTime()
+		}
 		rss := t.MM().ResidentBytes()
-		return 0, copyOutUsage(t, a.Ptr(1), kernel.Usage{MaxRSS: rss, MinFlt: rss / 4096, CPU: ts.Nano()})
+		return 0, copyOutUsage(t, a.Ptr(1), kernel.Usage{MaxRSS: rss, MinFlt: rss / 4096, User: user, Sys: sys})
 	case unix.RUSAGE_CHILDREN:
 		return 0, copyOutUsage(t, a.Ptr(1), t.ThreadGroup().ChildUsage())
 	}

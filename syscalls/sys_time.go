@@ -86,7 +86,9 @@ func ClockNanosleep(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	switch clock {
 	case unix.CLOCK_REALTIME, unix.CLOCK_MONOTONIC, unix.CLOCK_BOOTTIME, unix.CLOCK_TAI:
 	case unix.CLOCK_PROCESS_CPUTIME_ID:
-		// Guest CPU time is not measured: it advances as wall time does.
+		// Slept as wall time, which the process's CPU time does not
+		// outgrow while one thread runs. Linux waits for the CPU time,
+		// to which the sleeping thread adds nothing.
 		clock = unix.CLOCK_MONOTONIC
 	case unix.CLOCK_THREAD_CPUTIME_ID:
 		return 0, unix.EOPNOTSUPP
@@ -163,9 +165,11 @@ func timevalDuration(tv unix.Timeval) time.Duration {
 func Times(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	const ticksPerSec = 100
 	if a[0] != 0 {
-		ts, _ := t.Kernel().ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, t)
+		user, sys := t.ThreadGroup().CPUTime()
+		children := t.ThreadGroup().ChildUsage()
+		tick := time.Second / ticksPerSec
 		// user, system, and the reaped children's user and system
-		tms := [4]int64{ts.Nano() / (1e9 / ticksPerSec), 0, t.ThreadGroup().ChildUsage().CPU / (1e9 / ticksPerSec)}
+		tms := [4]int64{int64(user / tick), int64(sys / tick), int64(children.User / tick), int64(children.Sys / tick)}
 		if err := copyOutStruct(t, a.Ptr(0), &tms); err != nil {
 			return 0, err
 		}

@@ -3,6 +3,7 @@ package systrap
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -30,6 +31,13 @@ type threadContext struct {
 	// running and kicks it.
 	running     atomic.Bool
 	interrupted atomic.Bool
+
+	// CPU time, in TSC ticks: runningSince is when the running Switch
+	// resumed the thread (0 outside a Switch); returned is when the last
+	// Switch returned, and parked when Park came after it (0 if not).
+	runningSince atomic.Uint64
+	returned     uint64
+	parked       uint64
 }
 
 var _ platform.Context = (*threadContext)(nil)
@@ -175,7 +183,7 @@ func (s *stubProcess) takeSlot(as *addressSpace) (*threadContext, bool, error) {
 		s.exited = append(s.exited[:i], s.exited[i+1:]...)
 		// The kernel cleared the tid: the old thread runs no more code, so
 		// its state page can be reset for the new one.
-		clear(s.p.ctl.mem[old.unit : old.unit+tsAltStack+24])
+		clear(s.p.ctl.mem[old.unit : old.unit+tsEnd])
 		c := &threadContext{as: as, stub: s, index: old.index, unit: old.unit}
 		s.threads[c.index] = c
 		return c, old.remap, nil
@@ -240,6 +248,7 @@ func (c *threadContext) frame(stubAddr uint64, size uint64) unsafe.Pointer {
 
 // Switch implements platform.Context.
 func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
+	kernelTime := c.kernelTime()
 	if err := c.as.flush(urgent); err != nil {
 		return platform.Event{}, err
 	}
@@ -258,11 +267,14 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 	c.running.Store(true)
 	if c.interrupted.Swap(false) {
 		c.running.Store(false)
-		return platform.Event{Kind: platform.EventInterrupt}, nil
+		c.returned = rdtsc()
+		return platform.Event{Kind: platform.EventInterrupt, KernelTime: kernelTime}, nil
 	}
 	atomic.StoreUint32(c.word(tsPark), 0)
 	busy := c.stub.p.busy
 	busy.enter()
+	resumed := rdtsc()
+	c.runningSince.Store(resumed)
 	publish(c.word(tsState), threadResume, c.word(tsStubSleeping))
 	spin := guestSpinIters
 	if longSpinners.Add(1) <= maxLongSpinners {
@@ -272,9 +284,12 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 	longSpinners.Add(-1)
 	busy.leave()
 	c.running.Store(false)
+	c.runningSince.Store(0)
+	c.returned = rdtsc()
 	if !ok {
 		return platform.Event{}, errStubDead
 	}
+	times := platform.Event{GuestTime: c.guestTime(resumed), KernelTime: kernelTime}
 
 	uc = c.frame(*ctl.u64(c.unit + tsUcontext), ucSize)
 	si := c.frame(*ctl.u64(c.unit + tsSiginfo), siSize)
@@ -291,19 +306,20 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 	switch {
 	case signo == int32(unix.SIGSYS) && code == sysSeccomp:
 		regs.OrigRax = uint64(*(*int32)(unsafe.Add(si, siSyscall)))
-		return platform.Event{Kind: platform.EventSyscall}, nil
+		times.Kind = platform.EventSyscall
+		return times, nil
 	case signo == int32(kickSignal):
 		c.interrupted.Store(false)
-		return platform.Event{Kind: platform.EventInterrupt}, nil
+		times.Kind = platform.EventInterrupt
+		return times, nil
 	}
-	ev := platform.Event{
-		Kind:      platform.EventFault,
-		Signo:     signo,
-		Code:      code,
-		Addr:      uintptr(*(*uint64)(unsafe.Add(si, siAddr))),
-		Trapno:    *(*uint64)(unsafe.Add(uc, mcTrapno)),
-		ErrorCode: *(*uint64)(unsafe.Add(uc, mcErr)),
-	}
+	ev := times
+	ev.Kind = platform.EventFault
+	ev.Signo = signo
+	ev.Code = code
+	ev.Addr = uintptr(*(*uint64)(unsafe.Add(si, siAddr)))
+	ev.Trapno = *(*uint64)(unsafe.Add(uc, mcTrapno))
+	ev.ErrorCode = *(*uint64)(unsafe.Add(uc, mcErr))
 	if signo == int32(unix.SIGSEGV) {
 		switch {
 		case ev.ErrorCode&pfInstruction != 0:
@@ -366,7 +382,46 @@ func (c *threadContext) Interrupt() {
 
 // Park implements platform.Context: the handler, if it is still spinning,
 // goes to sleep on the state word.
-func (c *threadContext) Park() { atomic.StoreUint32(c.word(tsPark), 1) }
+func (c *threadContext) Park() {
+	if c.parked == 0 {
+		c.parked = rdtsc()
+	}
+	atomic.StoreUint32(c.word(tsPark), 1)
+}
+
+// kernelTime is how long the kernel worked since the last Switch returned:
+// until now, or until it parked the thread.
+func (c *threadContext) kernelTime() time.Duration {
+	end := rdtsc()
+	if c.parked != 0 {
+		end, c.parked = c.parked, 0
+	}
+	if c.returned == 0 || end < c.returned {
+		return 0
+	}
+	return ticksToDuration(end - c.returned)
+}
+
+// guestTime is how long the guest ran in the Switch that resumed it at
+// TSC resumed: from the handler's return to its next entry, as the stub
+// recorded them. The stub's page is the guest's to write, so only times
+// within the Switch count.
+func (c *threadContext) guestTime(resumed uint64) time.Duration {
+	from, to := *c.stub.p.ctl.u64(c.unit + tsResumeTSC), *c.stub.p.ctl.u64(c.unit + tsTrapTSC)
+	if from < resumed || to < from || to > c.returned {
+		return 0
+	}
+	return ticksToDuration(to - from)
+}
+
+// Running implements platform.Context.
+func (c *threadContext) Running() time.Duration {
+	since := c.runningSince.Load()
+	if now := rdtsc(); since != 0 && now > since {
+		return ticksToDuration(now - since)
+	}
+	return 0
+}
 
 // Release implements platform.Context: the thread is resumed at the stub's
 // exit code and its slot is kept for the stub's next thread, which may start

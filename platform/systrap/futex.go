@@ -1,6 +1,7 @@
 package systrap
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,23 @@ var yieldSlowTicks = uint64(1 << 62)
 
 const yieldSlowTime = 200 * time.Microsecond
 
+// tscPerNano is the time-stamp counter's rate (float64 bits): a first
+// estimate from calibrateSpin, then one over a second (refineTSCRate),
+// precise enough that a guest's CPU time does not exceed the time elapsed.
+var tscPerNano atomic.Uint64
+
+// ticksToDuration converts a count of TSC ticks to time.
+func ticksToDuration(ticks uint64) time.Duration {
+	return time.Duration(float64(ticks) / math.Float64frombits(tscPerNano.Load()))
+}
+
+// refineTSCRate measures the TSC's rate over a second from start.
+func refineTSCRate(start time.Time, tsc uint64) {
+	time.Sleep(time.Second)
+	elapsed, ticks := time.Since(start), rdtsc()-tsc
+	tscPerNano.Store(math.Float64bits(float64(ticks) / float64(elapsed)))
+}
+
 func calibrateSpin() {
 	const n = 2000
 	start, tsc := time.Now(), rdtsc()
@@ -64,9 +82,13 @@ func calibrateSpin() {
 	if per := elapsed / n; per > 0 {
 		pauseTime = per
 	}
+	rate := 1.0
 	if elapsed > 0 && ticks > 0 {
-		yieldSlowTicks = uint64(float64(ticks) / float64(elapsed) * float64(yieldSlowTime))
+		rate = float64(ticks) / float64(elapsed)
 	}
+	tscPerNano.Store(math.Float64bits(rate))
+	yieldSlowTicks = uint64(rate * float64(yieldSlowTime))
+	go refineTSCRate(start, tsc)
 	guestSpinIters = spinIters(guestSpinTime)
 	longSpinIters = spinIters(longSpinTime)
 	requestSpinIters = spinIters(requestSpinTime)

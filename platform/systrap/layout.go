@@ -78,6 +78,9 @@ const (
 	tsTID            = 52 // u32: the host thread's tid; the kernel clears it when the thread is gone
 	tsPark           = 56 // u32: the sentry will not resume the thread soon: sleep instead of spinning
 	tsAltStack       = 64 // stack_t for sigaltstack, filled by the sentry
+	tsTrapTSC        = 88 // u64: the TSC when the handler was entered
+	tsResumeTSC      = 96 // u64: the TSC when the handler saw threadResume
+	tsEnd            = 104
 	altStackOff      = 0x1000
 )
 

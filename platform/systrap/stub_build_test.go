@@ -28,7 +28,7 @@ func stubDefines() []string {
 		"PAR_SIGACTION": parSigaction, "PAR_NUM_SIGNALS": parNumSignals, "PAR_SIGNALS": parSignals, "PAR_DFL_ACTION": parDflAction,
 		"TS_STATE": tsState, "TS_STUB_SLEEPING": tsStubSleeping, "TS_SENTRY_SLEEPING": tsSentrySleeping,
 		"TS_SIGNO": tsSigno, "TS_SIGINFO": tsSiginfo, "TS_UCONTEXT": tsUcontext,
-		"TS_FSBASE": tsFSBase, "TS_GSBASE": tsGSBase, "TS_FSGS_DIRTY": tsFSGSDirty, "TS_PARK": tsPark,
+		"TS_FSBASE": tsFSBase, "TS_TRAP_TSC": tsTrapTSC, "TS_RESUME_TSC": tsResumeTSC, "TS_GSBASE": tsGSBase, "TS_FSGS_DIRTY": tsFSGSDirty, "TS_PARK": tsPark,
 		"TS_ALT_STACK":   tsAltStack,
 		"THREAD_TRAPPED": threadTrapped, "THREAD_RESUME": threadResume,
 		"REQ_SEQ": reqSeq, "REQ_NOPS": reqNOps, "REQ_IDLE": reqIdle, "REQ_OPS": reqOps,

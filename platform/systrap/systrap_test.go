@@ -267,3 +267,54 @@ func BenchmarkAddressSpaceLifecycle(b *testing.B) {
 	b.ReportMetric(float64((tRun / n).Microseconds()), "run-µs")
 	b.ReportMetric(float64((tRel / n).Microseconds()), "release-µs")
 }
+
+// TestGuestTime: the time a guest computes is reported with the event that
+// ends it, and is visible while it runs; the kernel's time between two
+// Switches is reported with the next event.
+func TestGuestTime(t *testing.T) {
+	m := newTestMemory(t)
+	p := getPlatform(t, m)
+	// dec %rcx; jnz .-3; mov $39,%eax; syscall
+	code := []byte{0x48, 0xff, 0xc9, 0x75, 0xfb, 0xb8, 39, 0, 0, 0, 0x0f, 0x05}
+	_, ctx := newGuest(t, p, m, code)
+	regs := arch.Registers{Rip: codeAddr, Rsp: dataAddr + 4096, Eflags: arch.InitialEflags, Rcx: 300_000_000}
+	done := make(chan struct{})
+	running := make(chan time.Duration, 1)
+	go func() {
+		var seen time.Duration
+		for seen == 0 {
+			select {
+			case <-done:
+				running <- seen
+				return
+			case <-time.After(time.Millisecond):
+				seen = ctx.Running()
+			}
+		}
+		running <- seen
+	}()
+	start := time.Now()
+	ev, err := ctx.Switch(&regs)
+	wall := time.Since(start)
+	close(done)
+	if err != nil || ev.Kind != platform.EventSyscall {
+		t.Fatalf("event %+v err %v, want getpid", ev, err)
+	}
+	// The TSC's rate is a first estimate for a second after New.
+	slack := wall / 100
+	if ev.GuestTime < wall/2 || ev.GuestTime > wall+slack {
+		t.Errorf("guest time %v for a Switch of %v spent computing", ev.GuestTime, wall)
+	}
+	if r := <-running; r <= 0 || r > wall+slack {
+		t.Errorf("Running() = %v while the guest computed (Switch took %v)", r, wall)
+	}
+	if ctx.Running() != 0 {
+		t.Error("Running() is not 0 between Switches")
+	}
+	time.Sleep(2 * time.Millisecond)
+	regs.Rcx = 1
+	ev, err = ctx.Switch(&regs)
+	if err != nil || ev.KernelTime < 2*time.Millisecond || ev.KernelTime > time.Second {
+		t.Errorf("kernel time %v (err %v) after 2ms between Switches", ev.KernelTime, err)
+	}
+}

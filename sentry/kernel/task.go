@@ -55,6 +55,8 @@ type Task struct {
 	comm          string // the name prctl(PR_GET_NAME) and /proc/<pid>/comm give
 	prctl         Prctl
 	started       time.Time
+	// userTime and sysTime are the task's CPU time in ns (cputime.go).
+	userTime, sysTime atomic.Int64
 	// vforkDone is closed when this task, a vfork child, execs or exits.
 	vforkDone chan struct{}
 }
@@ -146,10 +148,6 @@ func (t *Task) CopyOut(addr uintptr, src []byte) (int, error) { return t.mm.Copy
 func (t *Task) CopyInString(addr uintptr, max int) (string, error) {
 	return t.mm.CopyInString(addr, max)
 }
-
-// cpuTime approximates the task's CPU time as its wall time since start:
-// the platform does not report guest CPU time yet.
-func (t *Task) cpuTime() int64 { return int64(time.Since(t.started)) }
 
 // Log writes a kernel diagnostic about this task.
 func (t *Task) Log(format string, args ...any) {

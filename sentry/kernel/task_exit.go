@@ -59,6 +59,7 @@ func (t *Task) exit() {
 	for i, x := range tg.tasks {
 		if x == t {
 			tg.tasks = append(tg.tasks[:i], tg.tasks[i+1:]...)
+			tg.retireCPUTimeLocked(t)
 			break
 		}
 	}
@@ -74,7 +75,8 @@ func (t *Task) exit() {
 	var usage Usage
 	if last {
 		rss := t.mm.ResidentBytes()
-		usage = Usage{MaxRSS: rss, MinFlt: rss / 4096, CPU: t.cpuTime()}
+		user, sys := tg.CPUTime()
+		usage = Usage{MaxRSS: rss, MinFlt: rss / 4096, User: user, Sys: sys}
 	}
 	// Releasing the address space ends its threads: the context then has
 	// nothing left to release.
@@ -159,7 +161,8 @@ func (tg *ThreadGroup) reapLocked() {
 		delete(p.children, tg)
 		p.childUsage.MaxRSS = max(p.childUsage.MaxRSS, tg.usage.MaxRSS, tg.childUsage.MaxRSS)
 		p.childUsage.MinFlt += tg.usage.MinFlt + tg.childUsage.MinFlt
-		p.childUsage.CPU += tg.usage.CPU + tg.childUsage.CPU
+		p.childUsage.User += tg.usage.User + tg.childUsage.User
+		p.childUsage.Sys += tg.usage.Sys + tg.childUsage.Sys
 	}
 	delete(tg.k.tgs, tg.pid)
 }

@@ -25,6 +25,7 @@ func (t *Task) run() {
 			break
 		}
 		ev, err := t.ctx.Switch(&t.regs)
+		t.addCPUTime(ev.GuestTime, ev.KernelTime)
 		if err != nil {
 			// The platform lost the thread (its stub died, or was killed
 			// because the process is exiting): the process cannot go on.

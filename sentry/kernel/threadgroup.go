@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -31,6 +32,8 @@ type ThreadGroup struct {
 	pending sigQueue // signals for any task of the process
 	exiting bool     // a group exit is under way
 	status  ExitStatus
+	// The CPU time of the tasks that have exited (cputime.go).
+	exitedUser, exitedSys time.Duration
 	// Job control: stopped while a stop signal holds the process; the
 	// parent's wait sees each change once.
 	stopped      bool
@@ -96,7 +99,8 @@ func (tg *ThreadGroup) Limits() *Limits { return &tg.limits }
 type Usage struct {
 	MaxRSS uint64 // bytes
 	MinFlt uint64 // pages first touched (each a minor fault on Linux)
-	CPU    int64  // ns (wall time: guest CPU time is not measured)
+	User   time.Duration
+	Sys    time.Duration
 }
 
 // ChildUsage returns the usage summed over the reaped children.

@@ -29,8 +29,12 @@ func (k *Kernel) ClockGettime(id int32, t *Task) (unix.Timespec, error) {
 	case unix.CLOCK_MONOTONIC, unix.CLOCK_MONOTONIC_COARSE, unix.CLOCK_MONOTONIC_RAW, unix.CLOCK_BOOTTIME:
 		mono, _ := k.vdso.params.Now()
 		return unix.NsecToTimespec(mono), nil
-	case unix.CLOCK_PROCESS_CPUTIME_ID, unix.CLOCK_THREAD_CPUTIME_ID:
-		return unix.NsecToTimespec(t.cpuTime()), nil
+	case unix.CLOCK_PROCESS_CPUTIME_ID:
+		user, sys := t.tg.CPUTime()
+		return unix.NsecToTimespec(int64(user + sys)), nil
+	case unix.CLOCK_THREAD_CPUTIME_ID:
+		user, sys := t.CPUTime()
+		return unix.NsecToTimespec(int64(user + sys)), nil
 	}
 	return ts, unix.EINVAL
 }

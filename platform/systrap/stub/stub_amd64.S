@@ -383,6 +383,8 @@ handler:
 	movl %edi, TS_SIGNO(%rbx)
 	movq %rsi, TS_SIGINFO(%rbx)
 	movq %rdx, TS_UCONTEXT(%rbx)
+	RDTSC64
+	movq %rax, TS_TRAP_TSC(%rbx)
 	rdfsbase %rax
 	movq %rax, TS_FSBASE(%rbx)
 	rdgsbase %rax
@@ -422,7 +424,9 @@ handler:
 	syscall
 22:	movl $0, TS_STUB_SLEEPING(%rbx)
 	jmp 20b
-23:	cmpl $0, TS_FSGS_DIRTY(%rbx)
+23:	RDTSC64 /* the guest's CPU time runs from here to the next trap */
+	movq %rax, TS_RESUME_TSC(%rbx)
+	cmpl $0, TS_FSGS_DIRTY(%rbx)
 	je 24f
 	movl $0, TS_FSGS_DIRTY(%rbx)
 	movq TS_FSBASE(%rbx), %rax

@@ -179,12 +179,13 @@ func statLine(t *kernel.Task) ([]byte, error) {
 	u := t.MM().Usage()
 	l := t.MM().Layout
 	start := ticks(t.StartTime().Sub(t.Kernel().BootTime()) + time.Second)
-	cpu := ticks(time.Since(t.StartTime()))
+	user, sys := t.ThreadGroup().CPUTime()
+	children := t.ThreadGroup().ChildUsage()
 	ign, cgt := signalDispositions(t.ThreadGroup())
 	rss := t.MM().ResidentBytes() / mm.PageSize
 	fields := []any{
 		t.PID(), "(" + t.Comm() + ")", taskState(t)[:1], t.PPID(), t.PGID(), t.SID(), 0, -1, 0,
-		0, 0, 0, 0, cpu, 0, 0, 0, 20, 0, len(t.ThreadGroup().Tasks()), 0, start, u.Size, rss,
+		0, 0, 0, 0, ticks(user), ticks(sys), ticks(children.User), ticks(children.Sys), 20, 0, len(t.ThreadGroup().Tasks()), 0, start, u.Size, rss,
 		t.Limits().Get(unix.RLIMIT_RSS).Cur, 0, 0, l.StackTop, 0, 0, 0, t.SigMask(), ign, cgt, 0, 0, 0, 17, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, l.ArgStart, l.ArgEnd, l.EnvStart, l.EnvEnd, 0,
 	}

@@ -1,0 +1,45 @@
+package kernel
+
+import "time"
+
+// CPU time. The platform reports, with each event, how long the thread ran
+// guest code before it (user time) and how long the kernel worked on the
+// event before (system time, up to the thread's next Switch or until it
+// blocked). A process's time is that of its living threads plus that of
+// those that have exited.
+
+// addCPUTime adds what the platform reported with an event.
+func (t *Task) addCPUTime(user, sys time.Duration) {
+	t.userTime.Add(int64(user))
+	t.sysTime.Add(int64(sys))
+}
+
+// CPUTime returns the task's user and system time so far, counting guest
+// code it is running now.
+func (t *Task) CPUTime() (user, sys time.Duration) {
+	user, sys = time.Duration(t.userTime.Load()), time.Duration(t.sysTime.Load())
+	if t.ctx != nil {
+		user += t.ctx.Running()
+	}
+	return user, sys
+}
+
+// CPUTime returns the process's user and system time so far.
+func (tg *ThreadGroup) CPUTime() (user, sys time.Duration) {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	user, sys = tg.exitedUser, tg.exitedSys
+	for _, t := range tg.tasks {
+		u, s := t.CPUTime()
+		user, sys = user+u, sys+s
+	}
+	return user, sys
+}
+
+// retireCPUTimeLocked moves an exiting task's time to its process
+// (tg.mu held).
+func (tg *ThreadGroup) retireCPUTimeLocked(t *Task) {
+	u, s := t.CPUTime()
+	tg.exitedUser += u
+	tg.exitedSys += s
+}
