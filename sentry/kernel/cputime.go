@@ -15,7 +15,8 @@ func (t *Task) addCPUTime(user, sys time.Duration) {
 }
 
 // CPUTime returns the task's user and system time so far, counting guest
-// code it is running now.
+// code it is running now. Another task calls it with t's process's mu held
+// (exec changes t.ctx under it).
 func (t *Task) CPUTime() (user, sys time.Duration) {
 	user, sys = time.Duration(t.userTime.Load()), time.Duration(t.sysTime.Load())
 	if t.ctx != nil {

@@ -51,7 +51,10 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 			return ErrNoReturn
 		}
 	}
-	t.mm, t.ctx, t.regs, t.exe, t.comm = img.mm, ctx, img.regs, img.exe, img.comm
+	t.mm, t.regs, t.exe, t.comm = img.mm, img.regs, img.exe, img.comm
+	tg.mu.Lock() // others read it for the process's CPU time
+	t.ctx = ctx
+	tg.mu.Unlock()
 	t.mm.SetLimitAS(tg.limitAS)
 	t.mm.SetLimitStack(tg.limitStack)
 	if len(t.comm) > 15 {
