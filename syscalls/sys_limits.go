@@ -27,7 +27,7 @@ func Setrlimit(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err := copyInStruct(t, a.Ptr(1), &l); err != nil {
 		return 0, err
 	}
-	_, err := t.Limits().Set(r, l, hasCapSysResource(t))
+	_, err := t.ThreadGroup().SetLimit(r, l, hasCapSysResource(t))
 	return 0, err
 }
 
@@ -44,15 +44,14 @@ func Prlimit64(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if !t.CanSignal(tg) {
 		return 0, unix.EPERM
 	}
-	limits := tg.Limits()
-	old := limits.Get(r)
+	old := tg.Limits().Get(r)
 	if newAddr != 0 {
 		var l kernel.Limit
 		if err := copyInStruct(t, newAddr, &l); err != nil {
 			return 0, err
 		}
 		var err error
-		if old, err = limits.Set(r, l, hasCapSysResource(t)); err != nil {
+		if old, err = tg.SetLimit(r, l, hasCapSysResource(t)); err != nil {
 			return 0, err
 		}
 	}

@@ -13,9 +13,11 @@
  * the process clock counts every thread; ITIMER_VIRTUAL and ITIMER_PROF do
  * not fire while the process sleeps past their value, and do fire once it
  * computes; a reaped child's CPU time reaches its parent through wait4's
- * rusage and getrusage(RUSAGE_CHILDREN).
+ * rusage and getrusage(RUSAGE_CHILDREN). RLIMIT_CPU: SIGXCPU once the
+ * process has used the soft limit, which then reads a second higher;
+ * SIGKILL at the hard limit.
  */
-// covers: clock_gettime getrusage setitimer getitimer wait4
+// covers: clock_gettime getrusage setitimer getitimer wait4 setrlimit getrlimit
 #include "check.h"
 
 #include <pthread.h>
@@ -153,6 +155,43 @@ static void test_children(void)
 	CHECK(rusage_ns(RUSAGE_CHILDREN) - before >= 40 * MS);
 }
 
+static volatile sig_atomic_t xcpus;
+
+static void on_xcpu(int sig)
+{
+	(void)sig;
+	xcpus++;
+}
+
+/* RLIMIT_CPU, in a child it ends: SIGXCPU at the soft limit, which then
+ * moves up a second; SIGKILL at the hard limit. */
+static void test_rlimit_cpu(void)
+{
+	pid_t pid = check_fork();
+
+	if (pid == 0) {
+		struct rlimit r = { 1, 2 };
+		long long t0 = check_now_ns();
+
+		alarm(0); /* the limit ends this child, not check_fork's guard */
+		signal(SIGXCPU, on_xcpu);
+		CHECK_EQ(setrlimit(RLIMIT_CPU, &r), 0);
+		while (xcpus == 0 && check_now_ns() - t0 < 20000 * MS)
+			;
+		CHECK_EQ(xcpus, 1);
+		/* Linux samples the time by ticks: a little early is fine. */
+		CHECK(clock_ns(CLOCK_PROCESS_CPUTIME_ID) >= 900 * MS);
+		CHECK_EQ(getrlimit(RLIMIT_CPU, &r), 0);
+		CHECK_EQ((long)r.rlim_cur, 2);
+		if (check_failures)
+			_exit(4);
+		while (check_now_ns() - t0 < 20000 * MS)
+			;
+		_exit(3);
+	}
+	CHECK_CHILD(pid, "killed by SIGKILL");
+}
+
 int main(int argc, char **argv)
 {
 	check_init(argc, argv);
@@ -160,5 +199,6 @@ int main(int argc, char **argv)
 	test_threads();
 	test_cpu_timers();
 	test_children();
+	test_rlimit_cpu();
 	return check_finish();
 }

@@ -133,6 +133,7 @@ func (k *Kernel) Start() error {
 		return fmt.Errorf("kernel: no init process")
 	}
 	go tg.tasks[0].run()
+	tg.checkCPULimit() // the config's RLIMIT_CPU
 	return nil
 }
 

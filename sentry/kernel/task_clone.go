@@ -192,6 +192,9 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	// nil channel, read after an interruption, would never be ready).
 	vforkDone := child.vforkDone
 	go child.run()
+	if f&unix.CLONE_THREAD == 0 {
+		child.tg.checkCPULimit() // inherited
+	}
 
 	if vforkDone != nil {
 		// The parent waits until the child execs or exits; only its own

@@ -92,6 +92,7 @@ func (t *Task) exit() {
 	}
 	if last {
 		tg.itimer.stop()
+		tg.cpuLimit.stop()
 		tg.usage = usage
 		tg.becomeZombieLocked(status)
 	}

@@ -44,7 +44,8 @@ type ThreadGroup struct {
 
 	limits    Limits
 	subreaper bool
-	itimer    itimer // ITIMER_REAL and alarm
+	itimer    itimer   // ITIMER_REAL and alarm
+	cpuLimit  cpuLimit // RLIMIT_CPU
 
 	// childEvents wakes the process's waiters when a child changes state.
 	childEvents notifier
