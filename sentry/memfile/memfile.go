@@ -6,6 +6,7 @@ package memfile
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -189,19 +190,30 @@ func (f *File) reclaimBatch() bool {
 // and reports whether it did. A page not in memory may be swapped out, with
 // contents, so only a punch makes it zero without reading it back.
 func (f *File) clearResident(r frange) bool {
-	mem := f.Slice(r.off, r.len)
-	vec := make([]byte, r.len/PageSize)
-	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)), uintptr(unsafe.Pointer(&vec[0])))
-	if errno != 0 {
+	in := make([]byte, r.len/PageSize)
+	if f.Residency(r.off, r.len, in) != nil || slices.Contains(in, 0) {
 		return false
 	}
-	for _, v := range vec {
-		if v&1 == 0 {
-			return false
-		}
-	}
-	clear(mem)
+	clear(f.Slice(r.off, r.len))
 	return true
+}
+
+// Residency sets in[i] to 1 if page i of [off, off+length) is in host
+// memory, else to 0 (mincore(2) on the sentry's view); in holds a byte per
+// page.
+func (f *File) Residency(off, length uint64, in []byte) error {
+	if length == 0 {
+		return nil
+	}
+	mem := f.Slice(off, length)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)),
+		uintptr(unsafe.Pointer(&in[0]))); errno != 0 {
+		return errno
+	}
+	for i := range in[:length/PageSize] {
+		in[i] &= 1
+	}
+	return nil
 }
 
 // insertLocked adds r to list, coalesced with its neighbours.

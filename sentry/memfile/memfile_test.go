@@ -3,9 +3,6 @@ package memfile
 import (
 	"slices"
 	"testing"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 func TestAllocateFreeReuse(t *testing.T) {
@@ -41,12 +38,11 @@ func TestFreedPagesStayWarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	resident := func(off, length uint64) bool {
-		vec := make([]byte, length/PageSize)
-		mem := f.Slice(off, length)
-		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(length), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
-			t.Fatal(errno)
+		in := make([]byte, length/PageSize)
+		if err := f.Residency(off, length, in); err != nil {
+			t.Fatal(err)
 		}
-		return !slices.ContainsFunc(vec, func(v byte) bool { return v&1 == 0 })
+		return !slices.Contains(in, 0)
 	}
 	big := uint64(warmMaxRange + PageSize)
 	cold, _ := f.Allocate(PageSize)

@@ -1,8 +1,6 @@
 package mm
 
 import (
-	"unsafe"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/platform"
@@ -196,15 +194,9 @@ func (m *MemoryManager) Residency(addr, length uintptr) ([]byte, error) {
 	pi, pj := m.pmas.span(addr, end)
 	for _, p := range m.pmas.s[pi:pj] {
 		lo, hi := max(p.start, addr), min(p.end, end)
-		view := m.mf.Slice(p.off+uint64(lo-p.start), uint64(hi-lo))
-		pos := (lo - addr) / PageSize
-		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&view[0])), uintptr(len(view)),
-			uintptr(unsafe.Pointer(&out[pos]))); errno != 0 {
-			return nil, errno
+		if err := m.mf.Residency(p.off+uint64(lo-p.start), uint64(hi-lo), out[(lo-addr)/PageSize:]); err != nil {
+			return nil, err
 		}
-	}
-	for i := range out {
-		out[i] &= 1
 	}
 	return out, nil
 }
