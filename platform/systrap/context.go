@@ -248,7 +248,6 @@ func (c *threadContext) frame(stubAddr uint64, size uint64) unsafe.Pointer {
 
 // Switch implements platform.Context.
 func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
-	kernelTime := c.kernelTime()
 	if err := c.as.flush(urgent); err != nil {
 		return platform.Event{}, err
 	}
@@ -267,13 +266,16 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 	c.running.Store(true)
 	if c.interrupted.Swap(false) {
 		c.running.Store(false)
-		c.returned = rdtsc()
+		now := rdtsc()
+		kernelTime := c.kernelTime(now)
+		c.returned = now
 		return platform.Event{Kind: platform.EventInterrupt, KernelTime: kernelTime}, nil
 	}
 	atomic.StoreUint32(c.word(tsPark), 0)
 	busy := c.stub.p.busy
 	busy.enter()
 	resumed := rdtsc()
+	kernelTime := c.kernelTime(resumed)
 	c.runningSince.Store(resumed)
 	publish(c.word(tsState), threadResume, c.word(tsStubSleeping))
 	spin := guestSpinIters
@@ -390,9 +392,9 @@ func (c *threadContext) Park() {
 }
 
 // kernelTime is how long the kernel worked since the last Switch returned:
-// until now, or until it parked the thread.
-func (c *threadContext) kernelTime() time.Duration {
-	end := rdtsc()
+// until now (TSC now), or until it parked the thread.
+func (c *threadContext) kernelTime(now uint64) time.Duration {
+	end := now
 	if c.parked != 0 {
 		end, c.parked = c.parked, 0
 	}

@@ -36,7 +36,7 @@ func (s *stubProcess) prewake() {
 // threads) is not: both sides sleep at once. On a machine with few CPUs
 // every spinning thread takes CPU time from the guest threads running
 // meanwhile: the pool's spinners held one of this machine's two CPUs
-// through most of each fork+exec, and made it 10% slower.
+// through most of each fork+exec, and made it 3% slower.
 type urgency int
 
 const (
