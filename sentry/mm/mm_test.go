@@ -2,44 +2,29 @@ package mm
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/platform"
+	"github.com/moat-sandbox/moat/platform/fake"
 	"github.com/moat-sandbox/moat/sentry/memfile"
 )
 
-// recordingAS is an address space that records what it is asked to do.
-type recordingAS struct {
-	maps, unmaps, protects, syncs int
-	emptyMaps                     int // maps of no bytes, which mmap(2) refuses
-	released                      bool
-}
-
-func (a *recordingAS) MapFile(addr uintptr, off uint64, length uintptr, prot platform.Prot) error {
-	a.maps++
-	if length == 0 {
-		a.emptyMaps++
-		return unix.EINVAL
-	}
-	return nil
-}
-func (a *recordingAS) Unmap(addr, length uintptr) error { a.unmaps++; return nil }
-func (a *recordingAS) Kill()                            {}
-func (a *recordingAS) Sync() error                      { a.syncs++; return nil }
-func (a *recordingAS) Protect(addr, length uintptr, prot platform.Prot) error {
-	a.protects++
-	return nil
-}
-func (a *recordingAS) NewContext() (platform.Context, error) { return nil, errors.New("none") }
-func (a *recordingAS) Release()                              { a.released = true }
-
 var sharedFile *memfile.File
 
-func newMM(t *testing.T) (*MemoryManager, *recordingAS) {
+// newAS returns a fake address space, which records what mm asks of it.
+func newAS(t *testing.T) *fake.AddressSpace {
+	t.Helper()
+	as, err := fake.New(sharedFile).NewAddressSpace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return as.(*fake.AddressSpace)
+}
+
+func newMM(t *testing.T) (*MemoryManager, *fake.AddressSpace) {
 	t.Helper()
 	if sharedFile == nil {
 		f, err := memfile.New()
@@ -48,7 +33,7 @@ func newMM(t *testing.T) (*MemoryManager, *recordingAS) {
 		}
 		sharedFile = f
 	}
-	as := &recordingAS{}
+	as := newAS(t)
 	m := New(sharedFile, as, 0x7f0000000000)
 	m.SetMmapBase(0x7e0000000000)
 	return m, as
@@ -74,8 +59,8 @@ func TestMMapAnonTopDownAndHint(t *testing.T) {
 	if h2 == 0x100000 {
 		t.Fatal("occupied hint reused")
 	}
-	if as.maps != 4 {
-		t.Fatalf("%d host maps, want 4", as.maps)
+	if as.Calls().Maps != 4 {
+		t.Fatalf("%d host maps, want 4", as.Calls().Maps)
 	}
 }
 
@@ -135,8 +120,8 @@ func TestFileMappingPastEOF(t *testing.T) {
 	if err != nil {
 		t.Fatalf("mapping past the end of the file: %v", err)
 	}
-	if as.emptyMaps != 0 {
-		t.Fatalf("%d empty ranges given to the platform", as.emptyMaps)
+	if as.Calls().EmptyMaps != 0 {
+		t.Fatalf("%d empty ranges given to the platform", as.Calls().EmptyMaps)
 	}
 	if _, err := m.CopyIn(a, make([]byte, 1)); err != unix.EFAULT {
 		t.Fatalf("copy from past the end of the file: %v, want EFAULT", err)
@@ -182,8 +167,8 @@ func TestMprotectMaxProt(t *testing.T) {
 	if err := m.Mprotect(0x400000, PageSize, rw); err != unix.EACCES {
 		t.Fatalf("mprotect beyond max: %v, want EACCES", err)
 	}
-	if err := m.Mprotect(0x400000, PageSize, platform.ProtRead|platform.ProtExec); err != nil || as.protects != 1 {
-		t.Fatalf("mprotect: %v, %d host protects", err, as.protects)
+	if err := m.Mprotect(0x400000, PageSize, platform.ProtRead|platform.ProtExec); err != nil || as.Calls().Protects != 1 {
+		t.Fatalf("mprotect: %v, %d host protects", err, as.Calls().Protects)
 	}
 	if len(m.vmas.s) != 2 {
 		t.Fatalf("%d vmas after protecting half, want 2", len(m.vmas.s))
@@ -278,13 +263,13 @@ func TestForkCopyOnWrite(t *testing.T) {
 	m.MMap(MMapOpts{Addr: 0xd00000, Length: PageSize, Fixed: true, Prot: rw, Shared: true})
 	m.CopyOut(0xd00000, []byte("shared"))
 
-	cas := &recordingAS{}
+	cas := newAS(t)
 	c := m.Fork(cas, 0)
-	if as.protects == 0 {
+	if as.Calls().Protects == 0 {
 		t.Fatal("the parent's writable private pages were not write-protected")
 	}
-	if cas.maps != len(c.pmas.s) {
-		t.Fatalf("child mapped %d ranges, want %d", cas.maps, len(c.pmas.s))
+	if cas.Calls().Maps != len(c.pmas.s) {
+		t.Fatalf("child mapped %d ranges, want %d", cas.Calls().Maps, len(c.pmas.s))
 	}
 	// The sentry writing into the child copies its page first.
 	if _, err := c.CopyOut(0xc00000, []byte("child!")); err != nil {
@@ -316,7 +301,7 @@ func TestForkCopyOnWrite(t *testing.T) {
 	}
 	c.DecUsers()
 	m.DecUsers()
-	if !cas.released || !as.released {
+	if !cas.Released() || !as.Released() {
 		t.Fatal("address spaces not released with their last user")
 	}
 }
@@ -332,7 +317,7 @@ func TestForkCopiesStack(t *testing.T) {
 	sp := uintptr(stack + 32*PageSize + 100)
 	m.CopyOut(sp, []byte("near"))
 
-	c := m.Fork(&recordingAS{}, sp)
+	c := m.Fork(newAS(t), sp)
 	near, _ := c.pmas.lookup(sp)
 	far, _ := c.pmas.lookup(stack)
 	if near.cow || near.start != pageRoundDown(sp)-forkCopyBelowSP || near.end != pageRoundDown(sp)+forkCopyAboveSP {
@@ -365,15 +350,15 @@ func TestUnmapBeforeFreeWithThreads(t *testing.T) {
 	m, as := newMM(t)
 	a, _ := m.MMap(MMapOpts{Length: 4 * PageSize, Prot: rw})
 	m.Munmap(a, PageSize)
-	if as.syncs != 0 {
-		t.Fatalf("%d syncs for a lone thread's munmap, want none", as.syncs)
+	if as.Calls().Syncs != 0 {
+		t.Fatalf("%d syncs for a lone thread's munmap, want none", as.Calls().Syncs)
 	}
 	m.IncUsers()
-	unmaps := as.unmaps
+	unmaps := as.Calls().Unmaps
 	m.Munmap(a+PageSize, PageSize)
 	m.MMap(MMapOpts{Addr: a + 2*PageSize, Length: PageSize, Fixed: true, Prot: rw})
-	if as.syncs != 2 || as.unmaps != unmaps+2 {
-		t.Fatalf("with two threads: %d syncs and %d unmaps, want 2 of each", as.syncs, as.unmaps-unmaps)
+	if as.Calls().Syncs != 2 || as.Calls().Unmaps != unmaps+2 {
+		t.Fatalf("with two threads: %d syncs and %d unmaps, want 2 of each", as.Calls().Syncs, as.Calls().Unmaps-unmaps)
 	}
 	m.DecUsers()
 	m.DecUsers()
@@ -393,7 +378,7 @@ func TestForkCopiesWhatChildrenWrote(t *testing.T) {
 		return p.cow
 	}
 
-	c1 := m.Fork(&recordingAS{}, sp)
+	c1 := m.Fork(newAS(t), sp)
 	if !isCow(c1) {
 		t.Fatal("a first child does not share the page copy-on-write")
 	}
@@ -402,7 +387,7 @@ func TestForkCopiesWhatChildrenWrote(t *testing.T) {
 	}
 	c1.DecUsers()
 	for i := 0; i < 2; i++ {
-		c := m.Fork(&recordingAS{}, sp)
+		c := m.Fork(newAS(t), sp)
 		if isCow(c) {
 			t.Fatalf("child %d: the page the last child wrote is shared, not copied", i+2)
 		}
