@@ -2,6 +2,7 @@ package syscalls
 
 import (
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -67,5 +68,45 @@ func TestSmokeSignalsThreadsExec(t *testing.T) {
 	})
 	if st.Code != 0 || handled != int(unix.SIGUSR1) || threadRan != 1 {
 		t.Errorf("status %+v handled %d thread %d; log %s", st, handled, threadRan, s.Log())
+	}
+}
+
+func TestSmokeBlockingAndVfork(t *testing.T) {
+	s := kerneltest.New(t, NewTable())
+	s.AddProgram("/bin/other", func(g *fake.Guest) { g.Call(unix.SYS_EXIT_GROUP, 5) })
+	st := s.Run(func(g *fake.Guest) {
+		fds := g.Alloc(8)
+		if _, errno := g.Call(unix.SYS_PIPE2, fds, 0); errno != 0 {
+			t.Errorf("pipe2: %v", errno)
+		}
+		rfd, wfd := uintptr(g.ReadU32(fds)), uintptr(g.ReadU32(fds+4))
+		h := s.Platform.Handler(func(g *fake.Guest) {})
+		g.Sigaction(unix.SIGUSR1, fake.SigAction{Handler: h})
+		child, _ := g.Fork(func(g *fake.Guest) {
+			g.Compute(20 * time.Millisecond)
+			g.Call(unix.SYS_KILL, 1, uintptr(unix.SIGUSR1))
+		})
+		buf := g.Alloc(16)
+		if _, errno := g.Call(unix.SYS_READ, rfd, buf, 16); errno != unix.EINTR {
+			t.Errorf("read interrupted by a handler without SA_RESTART: %v, want EINTR", errno)
+		}
+		g.Wait(child, 0)
+		g.Call(unix.SYS_WRITE, wfd, buf, 3)
+		if n, errno := g.Call(unix.SYS_READ, rfd, buf, 16); n != 3 || errno != 0 {
+			t.Errorf("read = %d, %v", n, errno)
+		}
+		pid, errno := g.Clone(unix.CLONE_VM|unix.CLONE_VFORK|uint64(unix.SIGCHLD), 0, 0, 0, 0, func(g *fake.Guest) {
+			g.Call(unix.SYS_EXECVE, g.CString("/bin/other"), g.CStrings([]string{"other"}), 0)
+		})
+		if errno != 0 {
+			t.Errorf("vfork: %v", errno)
+		}
+		_, status, _ := g.Wait(int(pid), 0)
+		if status.ExitStatus() != 5 {
+			t.Errorf("vfork child: %v", status)
+		}
+	})
+	if st.Code != 0 {
+		t.Errorf("status %+v; log %s", st, s.Log())
 	}
 }
