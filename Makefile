@@ -6,8 +6,10 @@
 #   make build    bin/moat, bin/moat-bench, bin/moat-conformance
 #   make bench    compare moat with runc and gVisor; writes docs/benchmarks.*
 #   make conformance RUNTIME=runc|runsc|moat|PATH
-#                 run the conformance suite in a runtime; writes docs/conformance-*.{md,json}
-#   make docs     regenerate docs/syscalls.md from the syscall table
+#                 run the conformance suite in a runtime; writes docs/conformance-RUNTIME.{txt,json}
+#                 and regenerates docs/conformance.md from the reports
+#   make docs     regenerate docs/syscalls.md from the syscall table and
+#                 docs/conformance.md from the conformance reports
 
 GO ?= go
 # The sentry forks its stub processes raw; it must not link the C library
@@ -57,7 +59,8 @@ demo: deps build
 	@./demo/demo.sh $(abspath $(BIN)/moat) $(abspath $(BUILD))/demo
 
 # conformance runs the suite natively and in RUNTIME (moat, runc, runsc or a
-# path), and writes docs/conformance-RUNTIME.{txt,json}. runsc is current
+# path), writes docs/conformance-RUNTIME.{txt,json}, and regenerates
+# docs/conformance.md from the reports. runsc is current
 # gVisor on its systrap platform, built by bench-deps.
 RUNTIME ?= moat
 CONFORMANCE_FLAGS_runsc := --runsc $(abspath $(BIN))/runsc --runtime-flag=--platform=systrap --runtime-flag=--network=none
@@ -66,6 +69,7 @@ conformance: deps build $(if $(filter runsc,$(RUNTIME)),bench-deps)
 	$(BIN)/moat-conformance --runtime $(if $(filter moat,$(RUNTIME)),$(abspath $(BIN)/moat),$(RUNTIME)) \
 		$(CONFORMANCE_FLAGS_$(RUNTIME)) \
 		--json docs/conformance-$(notdir $(RUNTIME)).json | tee docs/conformance-$(notdir $(RUNTIME)).txt
+	$(GO) test ./conformance -run ConformanceDoc -update
 
 # rootfs-debian builds, once, the Debian rootfs (python3, gcc, make, git) in
 # which the integration tests run real programs; they build it on first use
@@ -76,6 +80,7 @@ rootfs-debian:
 
 docs:
 	$(GO) test ./syscalls -run SyscallDoc -update
+	$(GO) test ./conformance -run ConformanceDoc -update
 
 clean:
 	rm -rf $(BIN) $(BUILD)
