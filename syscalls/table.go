@@ -2,7 +2,8 @@
 // x86-64 numbers, each entry with a handler, a support level and a note, and
 // a file of handlers per family of calls. Handlers decode and check their
 // arguments, then call into the kernel, vfs and mm; they hold no state.
-// docs/syscalls.md is generated from the table.
+// docs/syscalls.md is generated from the table; names.go (the numbers' names)
+// by `go run ./syscalls/internal/gennames` from golang.org/x/sys/unix.
 package syscalls
 
 import (
