@@ -15,7 +15,7 @@ const maxHeld = 1 << 20
 type node struct {
 	fd       int
 	parent   *node  // nil for the root
-	name     string // in parent
+	name     string // in parent; "" once removed from it (or never named)
 	dev, ino uint64
 	mode     uint32
 	refs     int
@@ -35,12 +35,70 @@ func (s *session) add(parent *node, name string, fd int, st *unix.Stat_t) NodeID
 	parent.refs++
 	s.held++
 	s.last++
-	s.nodes[s.last] = &node{
+	n := &node{
 		fd: fd, parent: parent, name: name,
 		dev: st.Dev, ino: st.Ino, mode: st.Mode,
 		refs: 1,
 	}
+	s.nodes[s.last] = n
+	if name != "" {
+		k := keyOf(parent, name)
+		s.byName[k] = append(s.byName[k], n)
+	}
 	return s.last
+}
+
+// nameKey is a name in a directory, the directory known by its identity:
+// two nodes walked to one directory hold the same names.
+type nameKey struct {
+	dev, ino uint64
+	name     string
+}
+
+func keyOf(dir *node, name string) nameKey { return nameKey{dir.dev, dir.ino, name} }
+
+// unindex forgets that n is known by its name.
+func (s *session) unindex(n *node) {
+	if n.parent == nil || n.name == "" {
+		return
+	}
+	k := keyOf(n.parent, n.name)
+	list := s.byName[k]
+	for i, m := range list {
+		if m == n {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(s.byName, k)
+	} else {
+		s.byName[k] = list
+	}
+}
+
+// detach marks the nodes walked to a removed name as nameless.
+func (s *session) detach(k nameKey) {
+	for _, n := range s.byName[k] {
+		n.name = ""
+	}
+	delete(s.byName, k)
+}
+
+// move gives nodes, renamed, their new place: dir and k's name.
+func (s *session) move(nodes []*node, dir *node, k nameKey) {
+	for _, n := range nodes {
+		if n.parent != dir {
+			dir.refs++
+			old := n.parent
+			n.parent = dir
+			s.unref(old) // never the last reference: the rename named it
+		}
+		n.name = k.name
+	}
+	if len(nodes) > 0 {
+		s.byName[k] = append(s.byName[k], nodes...)
+	}
 }
 
 // release drops the client's handle on id. Unknown IDs and the root are
@@ -62,6 +120,7 @@ func (s *session) unref(n *node) {
 		if n.refs--; n.refs > 0 {
 			return
 		}
+		s.unindex(n)
 		unix.Close(n.fd)
 		s.held--
 		n = n.parent

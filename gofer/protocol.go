@@ -13,20 +13,36 @@ import (
 //	request: op u8, then the op's arguments
 //	answer:  errno u32 (0 on success), then, on success only, the op's results
 //
-//	op          arguments                  results
-//	opHello     version u32                version u32
-//	opStat      node u64                   attr
-//	opWalk      dir u64, name              node u64, attr
-//	opOpen      node u64, flags u32        none; the fd rides in SCM_RIGHTS
-//	opReadDir   dir u64, cookie u64        next cookie u64, eof u8, entries
-//	opReadLink  node u64                   target
-//	opRelease   node u64, ...              none
+//	op          arguments                            results
+//	opHello     version u32                          version u32
+//	opStat      node u64                             attr
+//	opWalk      dir u64, name                        node u64, attr
+//	opOpen      node u64, flags u32                  none; the fd rides in SCM_RIGHTS
+//	opReadDir   dir u64, cookie u64                  next cookie u64, eof u8, entries
+//	opReadLink  node u64                             target
+//	opRelease   node u64, ...                        none
+//	opCreate    dir u64, mode u32, uid u32, gid u32, name
+//	                                                 node u64, attr; an O_RDWR fd in SCM_RIGHTS
+//	opMkdir     dir u64, mode u32, uid u32, gid u32, name
+//	                                                 node u64, attr
+//	opMknod     dir u64, mode u32, uid u32, gid u32, name
+//	                                                 node u64, attr
+//	opSymlink   dir u64, uid u32, gid u32, name length u16, name, target
+//	                                                 node u64, attr
+//	opLink      dir u64, target node u64, name       node u64, attr
+//	opUnlink    dir u64, flags u32, name             none
+//	opRename    dir u64, new dir u64, flags u32, name length u16, name, new name
+//	                                                 none
+//	opSetAttr   node u64, setattr                    attr
+//	opStatFS    node u64                             statfs
+//	opTmpfile   dir u64, mode u32, uid u32, gid u32  node u64, attr; an O_RDWR fd in SCM_RIGHTS
 //
-// A name or link target fills the rest of its message, so it carries no
-// length of its own. An attr is encoded by appendAttr; a directory entry is
-// ino u64, type u8, name length u16, name. The first request on a
-// connection must be opHello; the server answers anything else with EPROTO
-// until it has agreed on the version.
+// A name or link target that ends its message fills the rest of it, so it
+// carries no length of its own. An attr is encoded by appendAttr, a setattr
+// by appendSetAttr and a statfs by appendStatFS; a directory entry is ino
+// u64, type u8, name length u16, name. The first request on a connection
+// must be opHello; the server answers anything else with EPROTO until it
+// has agreed on the version.
 const (
 	opHello uint8 = iota + 1
 	opStat
@@ -35,10 +51,20 @@ const (
 	opReadDir
 	opReadLink
 	opRelease
+	opCreate
+	opMkdir
+	opMknod
+	opSymlink
+	opLink
+	opUnlink
+	opRename
+	opSetAttr
+	opStatFS
+	opTmpfile
 )
 
 const (
-	protocolVersion = 1
+	protocolVersion = 2
 
 	// maxMessage bounds every request and answer. ReadDir answers are
 	// paged to fit it, and Release batches are split to fit it.
@@ -126,6 +152,77 @@ func (d *decoder) attr() Attr {
 	}
 	return a
 }
+
+// SetAttr is a change of attributes: the fields whose bits are in Mask.
+// Atime and Mtime may carry UTIME_NOW in Nsec.
+type SetAttr struct {
+	Mask         uint32
+	Mode         uint32 // permission bits, 07777
+	UID, GID     uint32
+	Size         int64
+	Atime, Mtime unix.Timespec
+}
+
+// SetAttr.Mask bits.
+const (
+	SetMode = 1 << iota
+	SetOwner // UID and GID; either may be -1 (leave it)
+	SetSize
+	SetAtime
+	SetMtime
+)
+
+func appendSetAttr(b []byte, a *SetAttr) []byte {
+	b = le.AppendUint32(b, a.Mask)
+	b = le.AppendUint32(b, a.Mode)
+	b = le.AppendUint32(b, a.UID)
+	b = le.AppendUint32(b, a.GID)
+	b = le.AppendUint64(b, uint64(a.Size))
+	for _, t := range []*unix.Timespec{&a.Atime, &a.Mtime} {
+		b = le.AppendUint64(b, uint64(t.Sec))
+		b = le.AppendUint64(b, uint64(t.Nsec))
+	}
+	return b
+}
+
+func (d *decoder) setAttr() SetAttr {
+	var a SetAttr
+	a.Mask = d.u32()
+	a.Mode = d.u32()
+	a.UID = d.u32()
+	a.GID = d.u32()
+	a.Size = int64(d.u64())
+	for _, t := range []*unix.Timespec{&a.Atime, &a.Mtime} {
+		t.Sec = int64(d.u64())
+		t.Nsec = int64(d.u64())
+	}
+	return a
+}
+
+// StatFS is what fstatfs says about the file system holding a node.
+type StatFS struct {
+	Type, Bsize, Frsize, Namelen int64
+	Blocks, Bfree, Bavail        uint64
+	Files, Ffree                 uint64
+}
+
+func appendStatFS(b []byte, s *StatFS) []byte {
+	for _, v := range []uint64{uint64(s.Type), uint64(s.Bsize), uint64(s.Frsize), uint64(s.Namelen),
+		s.Blocks, s.Bfree, s.Bavail, s.Files, s.Ffree} {
+		b = le.AppendUint64(b, v)
+	}
+	return b
+}
+
+func (d *decoder) statFS() StatFS {
+	var s StatFS
+	s.Type, s.Bsize, s.Frsize, s.Namelen = int64(d.u64()), int64(d.u64()), int64(d.u64()), int64(d.u64())
+	s.Blocks, s.Bfree, s.Bavail, s.Files, s.Ffree = d.u64(), d.u64(), d.u64(), d.u64(), d.u64()
+	return s
+}
+
+// name16 reads a name with a u16 length, the first of two names.
+func (d *decoder) name16() string { return string(d.take(int(d.u16()))) }
 
 func appendDirent(b []byte, ino uint64, typ uint8, name []byte) []byte {
 	b = le.AppendUint64(b, ino)

@@ -30,9 +30,12 @@ func checkName(name string) error {
 	return nil
 }
 
-func openat2(dirfd int, name string, flags int) (int, error) {
+// openat2 opens name in dirfd, confined; mode matters with O_CREAT and
+// O_TMPFILE only.
+func openat2(dirfd int, name string, flags int, mode uint32) (int, error) {
 	return unix.Openat2(dirfd, name, &unix.OpenHow{
 		Flags:   uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC),
+		Mode:    uint64(mode),
 		Resolve: resolveFlags,
 	})
 }
@@ -42,7 +45,7 @@ func openat2(dirfd int, name string, flags int) (int, error) {
 // becomes a node of type S_IFLNK; walking on from it gives ENOTDIR because
 // the kernel will not use a symlink fd as a directory.
 func walkAt(dirfd int, name string) (int, error) {
-	return openat2(dirfd, name, unix.O_PATH)
+	return openat2(dirfd, name, unix.O_PATH, 0)
 }
 
 // reopen opens node n for I/O. It goes back through the parent by name, the
@@ -63,7 +66,10 @@ func reopen(n *node, flags int) (int, error) {
 	if n.parent != nil {
 		dirfd, name = n.parent.fd, n.name
 	}
-	fd, err := openat2(dirfd, name, flags|unix.O_NONBLOCK|unix.O_NOCTTY)
+	if name == "" {
+		return -1, unix.ESTALE
+	}
+	fd, err := openat2(dirfd, name, flags|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return -1, err
 	}

@@ -30,6 +30,7 @@ type session struct {
 	readonly bool
 	greeted  bool
 	nodes    map[NodeID]*node
+	byName   map[nameKey][]*node // the nodes walked to each name, for renames and removals
 	last     NodeID // the most recent ID handed out
 	held     int    // host fds open for this client, parents kept for children included
 	limit    int    // most fds held at once
@@ -51,6 +52,7 @@ func newSession(rootPath string, readonly bool) (*session, error) {
 	return &session{
 		readonly: readonly,
 		nodes:    map[NodeID]*node{RootNode: root},
+		byName:   make(map[nameKey][]*node),
 		last:     RootNode,
 		held:     1,
 		limit:    maxHeld,
@@ -148,6 +150,67 @@ func (s *session) handle(req []byte) (answer []byte, fd int) {
 		if err == nil {
 			err = s.readLink(id)
 		}
+	case opCreate, opMkdir, opMknod:
+		dir := NodeID(d.u64())
+		mode, uid, gid := d.u32(), d.u32(), d.u32()
+		name := string(d.rest())
+		if err = d.check(); err != nil {
+			break
+		}
+		switch op {
+		case opCreate:
+			fd, err = s.create(dir, mode, uid, gid, name)
+		case opMkdir:
+			err = s.mkdir(dir, mode, uid, gid, name)
+		default:
+			err = s.mknod(dir, mode, uid, gid, name)
+		}
+	case opTmpfile:
+		dir := NodeID(d.u64())
+		mode, uid, gid := d.u32(), d.u32(), d.u32()
+		if err = d.check(); err == nil {
+			fd, err = s.tmpfile(dir, mode, uid, gid)
+		}
+	case opSymlink:
+		dir := NodeID(d.u64())
+		uid, gid := d.u32(), d.u32()
+		name := d.name16()
+		target := string(d.rest())
+		if err = d.check(); err == nil {
+			err = s.symlink(dir, uid, gid, name, target)
+		}
+	case opLink:
+		dir, target := NodeID(d.u64()), NodeID(d.u64())
+		name := string(d.rest())
+		if err = d.check(); err == nil {
+			err = s.link(dir, target, name)
+		}
+	case opUnlink:
+		dir := NodeID(d.u64())
+		flags := int(d.u32())
+		name := string(d.rest())
+		if err = d.check(); err == nil {
+			err = s.unlink(dir, flags, name)
+		}
+	case opRename:
+		oldDir, newDir := NodeID(d.u64()), NodeID(d.u64())
+		flags := d.u32()
+		oldName := d.name16()
+		newName := string(d.rest())
+		if err = d.check(); err == nil {
+			err = s.rename(oldDir, newDir, flags, oldName, newName)
+		}
+	case opSetAttr:
+		id := NodeID(d.u64())
+		a := d.setAttr()
+		if err = d.check(); err == nil {
+			err = s.setAttr(id, a)
+		}
+	case opStatFS:
+		id := NodeID(d.u64())
+		if err = d.check(); err == nil {
+			err = s.statFS(id)
+		}
 	case opRelease:
 		if d.empty() || len(d.b)%8 != 0 {
 			err = unix.EPROTO
@@ -160,6 +223,9 @@ func (s *session) handle(req []byte) (answer []byte, fd int) {
 		err = unix.EPROTO
 	}
 	if err != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
 		return s.fail(err), -1
 	}
 	return s.out, fd

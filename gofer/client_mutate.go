@@ -1,0 +1,132 @@
+package gofer
+
+import "golang.org/x/sys/unix"
+
+// The Client's calls that change the tree. A tree served read-only answers
+// every one with EROFS. New files get exactly the mode (permission bits)
+// and owner given: the sentry has applied the umask and the set-group-ID
+// directory rule already.
+
+// Create makes a regular file name in dir and returns its node, its
+// attributes and a read-write host fd for it (close-on-exec). name must
+// not exist: a name there, a dangling symlink included, gives EEXIST.
+func (c *Client) Create(dir NodeID, name string, mode, uid, gid uint32) (NodeID, Attr, int, error) {
+	return c.makeFile(opCreate, dir, name, mode, uid, gid, true)
+}
+
+// Mkdir makes a directory.
+func (c *Client) Mkdir(dir NodeID, name string, mode, uid, gid uint32) (NodeID, Attr, error) {
+	id, a, _, err := c.makeFile(opMkdir, dir, name, mode, uid, gid, false)
+	return id, a, err
+}
+
+// Mknod makes a FIFO, a socket node or an empty regular file, as mode's
+// type bits say; a device node gives EPERM.
+func (c *Client) Mknod(dir NodeID, name string, mode, uid, gid uint32) (NodeID, Attr, error) {
+	id, a, _, err := c.makeFile(opMknod, dir, name, mode, uid, gid, false)
+	return id, a, err
+}
+
+func (c *Client) makeFile(op uint8, dir NodeID, name string, mode, uid, gid uint32, wantFD bool) (NodeID, Attr, int, error) {
+	if len(name) > maxName {
+		return 0, Attr{}, -1, unix.ENAMETOOLONG
+	}
+	req := request(op, dir)
+	req = le.AppendUint32(req, mode)
+	req = le.AppendUint32(req, uid)
+	req = le.AppendUint32(req, gid)
+	req = append(req, name...)
+	return c.callNode(req, wantFD)
+}
+
+// Tmpfile makes an unnamed regular file in dir, as open(O_TMPFILE) does,
+// and returns its node (which Link can name) and a read-write host fd.
+func (c *Client) Tmpfile(dir NodeID, mode, uid, gid uint32) (NodeID, Attr, int, error) {
+	req := request(opTmpfile, dir)
+	req = le.AppendUint32(req, mode)
+	req = le.AppendUint32(req, uid)
+	req = le.AppendUint32(req, gid)
+	return c.callNode(req, true)
+}
+
+// Symlink makes name in dir a symlink to target.
+func (c *Client) Symlink(dir NodeID, name, target string, uid, gid uint32) (NodeID, Attr, error) {
+	if len(name) > maxName || len(target) >= unix.PathMax {
+		return 0, Attr{}, unix.ENAMETOOLONG
+	}
+	req := request(opSymlink, dir)
+	req = le.AppendUint32(req, uid)
+	req = le.AppendUint32(req, gid)
+	req = le.AppendUint16(req, uint16(len(name)))
+	req = append(append(req, name...), target...)
+	id, a, _, err := c.callNode(req, false)
+	return id, a, err
+}
+
+// Link makes name in dir another name for target, which is not a
+// directory, and returns a node for the new name.
+func (c *Client) Link(dir, target NodeID, name string) (NodeID, Attr, error) {
+	if len(name) > maxName {
+		return 0, Attr{}, unix.ENAMETOOLONG
+	}
+	req := le.AppendUint64(request(opLink, dir), uint64(target))
+	id, a, _, err := c.callNode(append(req, name...), false)
+	return id, a, err
+}
+
+// callNode makes a call whose answer is a new node and its attributes,
+// and, with wantFD, a donated fd.
+func (c *Client) callNode(req []byte, wantFD bool) (NodeID, Attr, int, error) {
+	var (
+		id NodeID
+		a  Attr
+	)
+	fd, err := c.call(req, wantFD, func(d *decoder) {
+		id = NodeID(d.u64())
+		a = d.attr()
+	})
+	return id, a, fd, err
+}
+
+// Unlink removes name from dir: a directory (which must be empty) with
+// unix.AT_REMOVEDIR in flags, anything else without. Nodes of the removed
+// file stay valid for Stat and for the fds already opened, but no longer
+// Open.
+func (c *Client) Unlink(dir NodeID, name string, flags int) error {
+	if len(name) > maxName {
+		return unix.ENAMETOOLONG
+	}
+	req := le.AppendUint32(request(opUnlink, dir), uint32(flags))
+	_, err := c.call(append(req, name...), false, nil)
+	return err
+}
+
+// Rename moves oldName in oldDir to newName in newDir, with renameat2's
+// flags (RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT). Nodes of the
+// moved files follow them.
+func (c *Client) Rename(oldDir NodeID, oldName string, newDir NodeID, newName string, flags uint32) error {
+	if len(oldName) > maxName || len(newName) > maxName {
+		return unix.ENAMETOOLONG
+	}
+	req := le.AppendUint64(request(opRename, oldDir), uint64(newDir))
+	req = le.AppendUint32(req, flags)
+	req = le.AppendUint16(req, uint16(len(oldName)))
+	req = append(append(req, oldName...), newName...)
+	_, err := c.call(req, false, nil)
+	return err
+}
+
+// SetAttr changes the attributes of n that a.Mask names and returns them
+// all, as they are now.
+func (c *Client) SetAttr(n NodeID, a SetAttr) (Attr, error) {
+	var out Attr
+	_, err := c.call(appendSetAttr(request(opSetAttr, n), &a), false, func(d *decoder) { out = d.attr() })
+	return out, err
+}
+
+// StatFS describes the host file system n is on.
+func (c *Client) StatFS(n NodeID) (StatFS, error) {
+	var out StatFS
+	_, err := c.call(request(opStatFS, n), false, func(d *decoder) { out = d.statFS() })
+	return out, err
+}
