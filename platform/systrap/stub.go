@@ -86,16 +86,31 @@ func (p *Platform) forkSourceStub() (*stubProcess, error) {
 // unmaps the sentry's memory the kernel kills it on its next return to user
 // space. Registering an area while one is registered fails (EBUSY for the
 // same area, EINVAL or EPERM for another), so trying tells.
+//
+// The probe's area is a page of its own: while it is registered the kernel
+// writes the CPU number into it at every return to user space, so it must
+// not be on a goroutine's stack (which moves, and whose neighbouring words
+// the kernel would overwrite), and the unregistering call must name the
+// same address.
 func rseqRegistered() bool {
 	const rseqSig = 0x53053053
-	var area [32]byte // struct rseq, 32-byte aligned below
-	p := unsafe.Pointer(&area[0])
-	aligned := unsafe.Add(p, (32-uintptr(p)%32)%32)
-	_, _, errno := unix.RawSyscall6(unix.SYS_RSEQ, uintptr(aligned), 32, 0, rseqSig, 0, 0)
+	const rseqSize = 32 // struct rseq; a page is aligned enough
+	area, err := unix.Mmap(-1, 0, unix.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return false // cannot tell; a stub that dies of it is reported as dead
+	}
+	addr := uintptr(unsafe.Pointer(&area[0]))
+	_, _, errno := unix.RawSyscall6(unix.SYS_RSEQ, addr, rseqSize, 0, rseqSig, 0, 0)
 	if errno == 0 {
-		unix.RawSyscall6(unix.SYS_RSEQ, uintptr(aligned), 32, 1 /* RSEQ_FLAG_UNREGISTER */, rseqSig, 0, 0)
+		if _, _, errno := unix.RawSyscall6(unix.SYS_RSEQ, addr, rseqSize, 1 /* RSEQ_FLAG_UNREGISTER */, rseqSig, 0, 0); errno != 0 {
+			// Still registered: the page must stay, and a stub forked
+			// from this thread would die.
+			return true
+		}
+		unix.Munmap(area)
 		return false
 	}
+	unix.Munmap(area)
 	return errno == unix.EBUSY || errno == unix.EINVAL || errno == unix.EPERM
 }
 
