@@ -1,7 +1,14 @@
 // Package goferfs is a file system served by the sandbox's gofer: every
-// lookup, listing and open goes to the gofer over its socket, and opened
-// files come back as host descriptors that the sentry reads and writes
-// directly. It holds no host paths: the gofer alone knows where the tree is.
+// lookup, listing, open and change goes to the gofer over its socket, and
+// opened files come back as host descriptors that the sentry reads and
+// writes directly. It holds no host paths: the gofer alone knows where the
+// tree is.
+//
+// Attributes are cached: the sandbox is the tree's only writer (a bind
+// mount the host changes meanwhile is seen as of the sentry's last look;
+// docs/architecture.md says how stale), so each change the sentry makes
+// refreshes what it touched, and a file open for writing is asked the host
+// descriptor's fstat, which sees every write.
 package goferfs
 
 import (
@@ -27,19 +34,32 @@ type fs struct {
 
 	// cachedFDs counts read-only host descriptors kept open by inodes.
 	cachedFDs atomic.Int64
+	// readonly: the gofer refuses every change, and attributes never
+	// change.
+	readonly bool
 }
 
 // maxCachedFDs bounds the read-only descriptors kept open after their last
 // guest close, so that reopening a file costs no gofer round trip.
 const maxCachedFDs = 4096
 
-// inode is one file the gofer holds for us. Attributes are read once, at
-// walk time: the tree is the container image and does not change under the
-// sandbox.
+// inode is one file the gofer holds for us.
 type inode struct {
 	fs   *fs
 	node gofer.NodeID
-	attr vfs.Stat
+	typ  uint32 // the S_IFMT bits, which never change
+
+	// attr is the file's attributes as last seen; stale says a change
+	// since made them old, to be asked again at the next Stat.
+	attrMu sync.Mutex
+	attr   vfs.Stat
+	stale  bool
+	// writers are the host descriptors open for writing, each of which
+	// fstat answers for with the file's current size and times.
+	writers map[*host.Regular]struct{}
+	// created is the read-write descriptor Create got, for the open that
+	// follows it.
+	created *host.Regular
 
 	// ro is a read-only host descriptor shared by every read-only open of
 	// a regular file: I/O on it is positioned (pread), so opens need not
@@ -57,12 +77,16 @@ type inode struct {
 // New returns the root dentry of the gofer's tree. With mf set, the tree is
 // read-only and its files' pages are cached in mf for mappings to share.
 func New(c *gofer.Client, mf *memfile.File) (*vfs.Dentry, error) {
-	f := &fs{client: c, dev: vfs.NewAnonDev(), mf: mf}
+	f := &fs{client: c, dev: vfs.NewAnonDev(), mf: mf, readonly: mf != nil}
 	a, err := c.Stat(gofer.RootNode)
 	if err != nil {
 		return nil, err
 	}
-	return vfs.NewRoot(&inode{fs: f, node: gofer.RootNode, attr: f.stat(a)}), nil
+	return vfs.NewRoot(f.newInode(gofer.RootNode, a)), nil
+}
+
+func (f *fs) newInode(n gofer.NodeID, a gofer.Attr) *inode {
+	return &inode{fs: f, node: n, typ: a.Mode & unix.S_IFMT, attr: f.stat(a)}
 }
 
 func (f *fs) stat(a gofer.Attr) vfs.Stat {
@@ -70,24 +94,21 @@ func (f *fs) stat(a gofer.Attr) vfs.Stat {
 		Size: a.Size, Blksize: a.Blksize, Blocks: a.Blocks, Atime: a.Atime, Mtime: a.Mtime, Ctime: a.Ctime}
 }
 
-// Stat implements vfs.Inode.
-func (i *inode) Stat() (vfs.Stat, error) { return i.attr, nil }
-
 // Lookup implements vfs.Inode.
 func (i *inode) Lookup(name string) (vfs.Inode, error) {
-	if i.attr.Type() != unix.S_IFDIR {
+	if i.typ != unix.S_IFDIR {
 		return nil, unix.ENOTDIR
 	}
 	n, a, err := i.fs.client.Walk(i.node, name)
 	if err != nil {
 		return nil, err
 	}
-	return &inode{fs: i.fs, node: n, attr: i.fs.stat(a)}, nil
+	return i.fs.newInode(n, a), nil
 }
 
 // ReadDir implements vfs.Inode.
 func (i *inode) ReadDir() ([]vfs.Dirent, error) {
-	if i.attr.Type() != unix.S_IFDIR {
+	if i.typ != unix.S_IFDIR {
 		return nil, unix.ENOTDIR
 	}
 	ents, err := i.fs.client.ReadDir(i.node)
@@ -103,7 +124,7 @@ func (i *inode) ReadDir() ([]vfs.Dirent, error) {
 
 // Readlink implements vfs.Inode.
 func (i *inode) Readlink() (string, error) {
-	if i.attr.Type() != unix.S_IFLNK {
+	if i.typ != unix.S_IFLNK {
 		return "", unix.EINVAL
 	}
 	i.mu.Lock()
@@ -120,18 +141,31 @@ func (i *inode) Readlink() (string, error) {
 
 // Open implements vfs.Inode.
 func (i *inode) Open(flags int) (vfs.FileImpl, error) {
-	switch i.attr.Type() {
+	switch i.typ {
 	case unix.S_IFDIR:
 		return dirFile{i}, nil
-	case unix.S_IFREG, unix.S_IFIFO:
+	case unix.S_IFREG:
 	default:
 		// Device nodes in an image never reach the host's devices.
 		return nil, unix.EACCES
 	}
-	if i.attr.Type() == unix.S_IFREG && flags&(unix.O_ACCMODE|unix.O_TRUNC) == unix.O_RDONLY {
+	if f := i.takeCreated(); f != nil {
+		return i.writer(f), nil
+	}
+	if flags&(unix.O_ACCMODE|unix.O_TRUNC) == unix.O_RDONLY {
 		return i.openShared()
 	}
-	return i.openHost(flags)
+	f, err := i.openHost(flags)
+	if err != nil {
+		return nil, err
+	}
+	if flags&unix.O_TRUNC != 0 {
+		i.markStale() // the size and times changed, and the file may be opened read-only
+	}
+	if flags&unix.O_ACCMODE == unix.O_RDONLY {
+		return f, nil
+	}
+	return i.writer(f), nil
 }
 
 // openHost asks the gofer for a descriptor of its own.
@@ -142,17 +176,7 @@ func (i *inode) openHost(flags int) (*host.Regular, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := host.New(fd, func(s *vfs.Stat) { s.Dev = i.fs.dev })
-	if err != nil {
-		unix.Close(fd)
-		return nil, err
-	}
-	r, ok := f.(*host.Regular)
-	if !ok {
-		f.Release()
-		return nil, unix.EACCES // only regular files are opened through the gofer
-	}
-	return r, nil
+	return i.fs.hostFile(fd)
 }
 
 // openShared returns an open that uses the inode's read-only descriptor.
@@ -189,7 +213,7 @@ func (f *sharedFile) FileCache() *mm.FileCache {
 		// The cache reads through the inode's shared descriptor, which
 		// stays open while the cache lives: the cache holds a user.
 		i.users++
-		i.cache = mm.NewFileCache(i.fs.mf, i.ro, i.attr.Size)
+		i.cache = mm.NewFileCache(i.fs.mf, i.ro, i.attr.Size) // read-only: the size never changes
 	}
 	return i.cache
 }
@@ -213,7 +237,7 @@ type dirFile struct{ i *inode }
 
 func (dirFile) Read(*vfs.IOSeq, int64) (int, error)  { return 0, unix.EISDIR }
 func (dirFile) Write(*vfs.IOSeq, int64) (int, error) { return 0, unix.EISDIR }
-func (d dirFile) Stat() (vfs.Stat, error)            { return d.i.attr, nil }
+func (d dirFile) Stat() (vfs.Stat, error)            { return d.i.Stat() }
 func (dirFile) Ioctl(uint32, uintptr, vfs.IoctlIO) (uintptr, error) {
 	return 0, unix.ENOTTY
 }

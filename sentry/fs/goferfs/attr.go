@@ -1,0 +1,105 @@
+package goferfs
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/gofer"
+	"github.com/moat-sandbox/moat/sentry/fs/host"
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// Stat implements vfs.Inode: the cached attributes, or, for a file open
+// for writing, the host descriptor's (writes change size and times without
+// the sentry's knowing how), or the gofer's after a change made them old.
+func (i *inode) Stat() (vfs.Stat, error) {
+	i.attrMu.Lock()
+	defer i.attrMu.Unlock()
+	for w := range i.writers {
+		st, err := w.Stat()
+		if err != nil {
+			return vfs.Stat{}, err
+		}
+		i.setAttrLocked(st)
+		return i.attr, nil
+	}
+	if i.stale {
+		a, err := i.fs.client.Stat(i.node)
+		if err != nil {
+			return vfs.Stat{}, err
+		}
+		i.attr, i.stale = i.fs.stat(a), false
+	}
+	return i.attr, nil
+}
+
+// setAttrLocked records st, the host's attributes, in the guest's terms.
+func (i *inode) setAttrLocked(st vfs.Stat) {
+	st.Dev = i.fs.dev
+	i.attr = st
+}
+
+// markStale says a change made the cached attributes old.
+func (i *inode) markStale() {
+	i.attrMu.Lock()
+	i.stale = true
+	i.attrMu.Unlock()
+}
+
+// setAttr records attributes the gofer answered a change with.
+func (i *inode) setAttr(a gofer.Attr) {
+	i.attrMu.Lock()
+	i.attr, i.stale = i.fs.stat(a), false
+	i.attrMu.Unlock()
+}
+
+// writer makes f, open for writing, one the inode's Stat asks.
+func (i *inode) writer(f *host.Regular) vfs.FileImpl {
+	i.attrMu.Lock()
+	if i.writers == nil {
+		i.writers = make(map[*host.Regular]struct{})
+	}
+	i.writers[f] = struct{}{}
+	i.attrMu.Unlock()
+	return &writableFile{Regular: f, i: i}
+}
+
+// takeCreated returns, once, the descriptor Create got.
+func (i *inode) takeCreated() *host.Regular {
+	i.attrMu.Lock()
+	defer i.attrMu.Unlock()
+	f := i.created
+	i.created = nil
+	return f
+}
+
+// writableFile is an open for writing, which keeps the inode's attributes
+// current while it lasts and when it ends.
+type writableFile struct {
+	*host.Regular
+	i *inode
+}
+
+// Release implements vfs.FileImpl: the file's last attributes are kept.
+func (f *writableFile) Release() {
+	i := f.i
+	i.attrMu.Lock()
+	delete(i.writers, f.Regular)
+	if st, err := f.Regular.Stat(); err == nil {
+		i.setAttrLocked(st)
+	} else {
+		i.stale = true
+	}
+	i.attrMu.Unlock()
+	f.Regular.Release()
+}
+
+// Allocate implements vfs.Allocator: the host file system reserves the
+// space.
+func (f *writableFile) Allocate(c vfs.Context, off, length int64) error {
+	for {
+		err := unix.Fallocate(f.FD(), 0, off, length)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package goferfs
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/gofer"
+	"github.com/moat-sandbox/moat/sentry/fs/host"
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
+
+// The writable tree: vfs has checked Linux's rules (see vfs.DirWriter);
+// each change is one gofer call, after which what it touched is marked
+// stale or given the attributes the gofer answered with. A directory that
+// gains or loses a name changes its times (and, for subdirectories, its
+// link count), so it is asked again at its next Stat.
+
+var (
+	_ vfs.DirWriter  = (*inode)(nil)
+	_ vfs.AttrSetter = (*inode)(nil)
+	_ vfs.FSStater   = (*inode)(nil)
+)
+
+// Create implements vfs.DirWriter. The gofer's read-write descriptor for
+// the new file serves the open that follows.
+func (i *inode) Create(name string, mode, uid, gid uint32) (vfs.Inode, error) {
+	n, a, fd, err := i.fs.client.Create(i.node, name, mode, uid, gid)
+	if err != nil {
+		return nil, err
+	}
+	i.markStale()
+	c := i.fs.newInode(n, a)
+	f, err := i.fs.hostFile(fd)
+	if err != nil {
+		return nil, err
+	}
+	c.created = f
+	return c, nil
+}
+
+// hostFile wraps a donated descriptor of a regular file.
+func (f *fs) hostFile(fd int) (*host.Regular, error) {
+	impl, err := host.New(fd, func(s *vfs.Stat) { s.Dev = f.dev })
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	r, ok := impl.(*host.Regular)
+	if !ok {
+		impl.Release()
+		return nil, unix.EACCES // only regular files are opened through the gofer
+	}
+	return r, nil
+}
+
+// Mkdir implements vfs.DirWriter.
+func (i *inode) Mkdir(name string, mode, uid, gid uint32) (vfs.Inode, error) {
+	n, a, err := i.fs.client.Mkdir(i.node, name, mode, uid, gid)
+	return i.made(n, a, err)
+}
+
+// Mknod implements vfs.DirWriter. Only regular files are kept: a FIFO or a
+// socket in this tree would need the sentry to serve its I/O, and device
+// nodes never reach the host.
+func (i *inode) Mknod(name string, mode uint32, rdev uint64, uid, gid uint32) (vfs.Inode, error) {
+	if mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, unix.EPERM
+	}
+	n, a, err := i.fs.client.Mknod(i.node, name, mode, uid, gid)
+	return i.made(n, a, err)
+}
+
+// Symlink implements vfs.DirWriter.
+func (i *inode) Symlink(name, target string, uid, gid uint32) (vfs.Inode, error) {
+	n, a, err := i.fs.client.Symlink(i.node, name, target, uid, gid)
+	return i.made(n, a, err)
+}
+
+func (i *inode) made(n gofer.NodeID, a gofer.Attr, err error) (vfs.Inode, error) {
+	if err != nil {
+		return nil, err
+	}
+	i.markStale()
+	return i.fs.newInode(n, a), nil
+}
+
+// Link implements vfs.DirWriter.
+func (i *inode) Link(name string, target vfs.Inode) error {
+	t, ok := target.(*inode)
+	if !ok || t.fs != i.fs {
+		return unix.EXDEV
+	}
+	n, a, err := i.fs.client.Link(i.node, t.node, name)
+	if err != nil {
+		return err
+	}
+	// The new name's node is not needed: the dentry vfs makes for it
+	// holds target, whose link count and change time are now a's.
+	i.fs.client.Release(n)
+	t.setAttr(a)
+	i.markStale()
+	return nil
+}
+
+// Unlink implements vfs.DirWriter.
+func (i *inode) Unlink(name string) error { return i.remove(name, 0) }
+
+// Rmdir implements vfs.DirWriter.
+func (i *inode) Rmdir(name string) error { return i.remove(name, unix.AT_REMOVEDIR) }
+
+func (i *inode) remove(name string, flags int) error {
+	if err := i.fs.client.Unlink(i.node, name, flags); err != nil {
+		return err
+	}
+	i.markStale()
+	return nil
+}
+
+// Rename implements vfs.DirWriter.
+func (i *inode) Rename(oldName string, newDir vfs.Inode, newName string, flags uint32) error {
+	nd, ok := newDir.(*inode)
+	if !ok || nd.fs != i.fs {
+		return unix.EXDEV
+	}
+	if err := i.fs.client.Rename(i.node, oldName, nd.node, newName, flags); err != nil {
+		return err
+	}
+	i.markStale()
+	nd.markStale()
+	return nil
+}
+
+// SetAttr implements vfs.AttrSetter.
+func (i *inode) SetAttr(a *vfs.Attr) error {
+	ga := gofer.SetAttr{Mode: a.Mode, UID: ^uint32(0), GID: ^uint32(0), Size: a.Size, Atime: a.Atime, Mtime: a.Mtime}
+	if a.Mask&vfs.SetMode != 0 {
+		ga.Mask |= gofer.SetMode
+	}
+	if a.Mask&vfs.SetUID != 0 {
+		ga.Mask |= gofer.SetOwner
+		ga.UID = a.UID
+	}
+	if a.Mask&vfs.SetGID != 0 {
+		ga.Mask |= gofer.SetOwner
+		ga.GID = a.GID
+	}
+	if a.Mask&vfs.SetSize != 0 {
+		ga.Mask |= gofer.SetSize
+	}
+	if a.Mask&vfs.SetAtime != 0 {
+		ga.Mask |= gofer.SetAtime
+	}
+	if a.Mask&vfs.SetMtime != 0 {
+		ga.Mask |= gofer.SetMtime
+	}
+	out, err := i.fs.client.SetAttr(i.node, ga)
+	if err != nil {
+		return err
+	}
+	i.setAttr(out)
+	return nil
+}
+
+// StatFS implements vfs.FSStater: the host file system's figures.
+func (i *inode) StatFS() (vfs.FSStat, error) {
+	s, err := i.fs.client.StatFS(i.node)
+	if err != nil {
+		return vfs.FSStat{}, err
+	}
+	return vfs.FSStat{Type: s.Type, Bsize: s.Bsize, Frsize: s.Frsize, Namelen: s.Namelen, Blocks: s.Blocks,
+		Bfree: s.Bfree, Bavail: s.Bavail, Files: s.Files, Ffree: s.Ffree}, nil
+}
