@@ -24,7 +24,7 @@ func fileAt(t *kernel.Task, fd int32) (*vfs.File, error) {
 
 // Chmod implements Linux syscall chmod(2).
 func Chmod(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return chmodAt(t, atFDCWD, a.Ptr(0), a.Uint(1))
+	return chmodAt(t, unix.AT_FDCWD, a.Ptr(0), a.Uint(1))
 }
 
 // Fchmodat implements Linux syscall fchmodat(2), which has no flags
@@ -62,12 +62,12 @@ func idArg(v uint32) int64 {
 
 // Chown implements Linux syscall chown(2).
 func Chown(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return chownAt(t, atFDCWD, a.Ptr(0), a.Uint(1), a.Uint(2), 0)
+	return chownAt(t, unix.AT_FDCWD, a.Ptr(0), a.Uint(1), a.Uint(2), 0)
 }
 
 // Lchown implements Linux syscall lchown(2).
 func Lchown(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return chownAt(t, atFDCWD, a.Ptr(0), a.Uint(1), a.Uint(2), unix.AT_SYMLINK_NOFOLLOW)
+	return chownAt(t, unix.AT_FDCWD, a.Ptr(0), a.Uint(1), a.Uint(2), unix.AT_SYMLINK_NOFOLLOW)
 }
 
 // Fchownat implements Linux syscall fchownat(2).
@@ -105,7 +105,7 @@ func Truncate(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err := checkFileSize(t, size); err != nil {
 		return 0, err
 	}
-	p, err := lookupAt(t, atFDCWD, a.Ptr(0), true, 0)
+	p, err := lookupAt(t, unix.AT_FDCWD, a.Ptr(0), true, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -160,7 +160,7 @@ func Utime(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		}
 		times = &[2]unix.Timespec{{Sec: buf[0]}, {Sec: buf[1]}}
 	}
-	return utimesAt(t, atFDCWD, a.Ptr(0), times, 0)
+	return utimesAt(t, unix.AT_FDCWD, a.Ptr(0), times, 0)
 }
 
 // Utimes implements Linux syscall utimes(2).
@@ -169,7 +169,7 @@ func Utimes(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	return utimesAt(t, atFDCWD, a.Ptr(0), times, 0)
+	return utimesAt(t, unix.AT_FDCWD, a.Ptr(0), times, 0)
 }
 
 // Futimesat implements Linux syscall futimesat(2).
@@ -215,7 +215,7 @@ func Utimensat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			return 0, nil
 		}
 	}
-	if pathAddr == 0 && dirfd != atFDCWD {
+	if pathAddr == 0 && dirfd != unix.AT_FDCWD {
 		if flags != 0 {
 			return 0, unix.EINVAL
 		}
@@ -236,7 +236,7 @@ func utimesAt(t *kernel.Task, dirfd int32, pathAddr uintptr, times *[2]unix.Time
 	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
 		return 0, unix.EINVAL
 	}
-	if pathAddr == 0 && dirfd != atFDCWD {
+	if pathAddr == 0 && dirfd != unix.AT_FDCWD {
 		// futimesat with a NULL path: the file open at dirfd.
 		f, err := fileAt(t, dirfd)
 		if err != nil {

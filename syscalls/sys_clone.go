@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 )
@@ -30,13 +31,10 @@ func Vfork(t *kernel.Task, _ *arch.SyscallArgs) (uintptr, error) {
 
 func cloneRet(tid int32, err error) (uintptr, error) { return uintptr(tid), err }
 
-// clone3's struct clone_args, version 0 (64 bytes) and up.
-const cloneArgsSizeVer0 = 64
-
 // Clone3 implements Linux syscall clone3(2).
 func Clone3(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	size := a[1]
-	if size < cloneArgsSizeVer0 || size > 4096 {
+	if size < unix.CLONE_ARGS_SIZE_VER0 || size > 4096 {
 		return 0, unix.EINVAL
 	}
 	buf := make([]byte, size)
@@ -57,7 +55,7 @@ func Clone3(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		}
 	}
 	flags, exitSignal, stack, stackSize := field(0), field(4), field(5), field(6)
-	if flags&0xff != 0 || exitSignal > 64 || field(8) != 0 || field(9) != 0 || field(10) != 0 ||
+	if flags&unix.CSIGNAL != 0 || exitSignal > linuxabi.NSIG || field(8) != 0 || field(9) != 0 || field(10) != 0 ||
 		(stack == 0) != (stackSize == 0) {
 		return 0, unix.EINVAL
 	}

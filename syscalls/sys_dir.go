@@ -64,7 +64,7 @@ func Getcwd(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // Chdir implements Linux syscall chdir(2).
 func Chdir(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	p, err := lookupAt(t, atFDCWD, a.Ptr(0), true, 0)
+	p, err := lookupAt(t, unix.AT_FDCWD, a.Ptr(0), true, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -106,7 +106,7 @@ func mayAccess(t *kernel.Task, st *vfs.Stat, want uint32) error {
 
 // Readlink implements Linux syscall readlink(2).
 func Readlink(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return readlinkAt(t, atFDCWD, a.Ptr(0), a.Ptr(1), int64(a[2]))
+	return readlinkAt(t, unix.AT_FDCWD, a.Ptr(0), a.Ptr(1), int64(a[2]))
 }
 
 // Readlinkat implements Linux syscall readlinkat(2).
@@ -149,7 +149,7 @@ func readlinkAt(t *kernel.Task, dirfd int32, pathAddr, buf uintptr, size int64) 
 
 // Access implements Linux syscall access(2).
 func Access(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return faccessat(t, atFDCWD, a.Ptr(0), a.Uint(1), 0)
+	return faccessat(t, unix.AT_FDCWD, a.Ptr(0), a.Uint(1), 0)
 }
 
 // Faccessat implements Linux syscall faccessat(2).
@@ -163,7 +163,7 @@ func Faccessat2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 }
 
 func faccessat(t *kernel.Task, dirfd int32, pathAddr uintptr, mode uint32, flags int) (uintptr, error) {
-	if mode&^7 != 0 || flags&^(unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+	if mode&^(unix.R_OK|unix.W_OK|unix.X_OK) != 0 || flags&^(unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
 		return 0, unix.EINVAL
 	}
 	p, err := lookupAt(t, dirfd, pathAddr, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags)

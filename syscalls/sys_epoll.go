@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/fs/epoll"
 	"github.com/moat-sandbox/moat/sentry/fs/eventfd"
@@ -127,8 +128,7 @@ func msDeadline(ms int32) *time.Time {
 }
 
 func epollWait(t *kernel.Task, epfd int32, evAddr uintptr, max int, deadline *time.Time) (uintptr, error) {
-	const maxEvents = (1 << 31) / 12
-	if max <= 0 || max > maxEvents {
+	if max <= 0 || max > linuxabi.EP_MAX_EVENTS {
 		return 0, unix.EINVAL
 	}
 	ef, ep, err := epollFile(t, epfd)
@@ -151,9 +151,6 @@ func epollWait(t *kernel.Task, epfd int32, evAddr uintptr, max int, deadline *ti
 	return uintptr(len(evs)), nil
 }
 
-// eventfd flags.
-const efdSemaphore = 1
-
 // Eventfd implements Linux syscall eventfd(2).
 func Eventfd(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return installAnon(t, eventfd.New(uint64(a.Uint(0)), false), unix.O_RDWR, false)
@@ -162,9 +159,9 @@ func Eventfd(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 // Eventfd2 implements Linux syscall eventfd2(2).
 func Eventfd2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	flags := int(a.Int(1))
-	if flags&^(unix.EFD_CLOEXEC|unix.EFD_NONBLOCK|efdSemaphore) != 0 {
+	if flags&^(unix.EFD_CLOEXEC|unix.EFD_NONBLOCK|unix.EFD_SEMAPHORE) != 0 {
 		return 0, unix.EINVAL
 	}
-	return installAnon(t, eventfd.New(uint64(a.Uint(0)), flags&efdSemaphore != 0),
+	return installAnon(t, eventfd.New(uint64(a.Uint(0)), flags&unix.EFD_SEMAPHORE != 0),
 		unix.O_RDWR|flags&unix.EFD_NONBLOCK, flags&unix.EFD_CLOEXEC != 0)
 }

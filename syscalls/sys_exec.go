@@ -14,7 +14,7 @@ import (
 
 // Execve implements Linux syscall execve(2).
 func Execve(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return 0, execveAt(t, atFDCWD, a.Ptr(0), a.Ptr(1), a.Ptr(2), 0)
+	return 0, execveAt(t, unix.AT_FDCWD, a.Ptr(0), a.Ptr(1), a.Ptr(2), 0)
 }
 
 // Execveat implements Linux syscall execveat(2).
@@ -51,7 +51,7 @@ func execveAt(t *kernel.Task, dirfd int32, pathAddr, argvAddr, envpAddr uintptr,
 		if start, err = dirPath(t, dirfd); err != nil {
 			return err
 		}
-		if dirfd != atFDCWD {
+		if dirfd != unix.AT_FDCWD {
 			target.Filename = fmt.Sprintf("/dev/fd/%d/%s", dirfd, name)
 		}
 	}
@@ -78,8 +78,9 @@ func execveAt(t *kernel.Task, dirfd int32, pathAddr, argvAddr, envpAddr uintptr,
 	return t.Execve(target, argv, envv)
 }
 
-// maxArgStrings bounds how many argument or environment strings execve
-// takes (Linux: MAX_ARG_STRINGS, far more than fit in MaxArgTotal).
+// maxArgStrings is moat's bound on how many argument or environment
+// strings execve reads; Linux's MAX_ARG_STRINGS (0x7FFFFFFF) is never what
+// stops a real execve, the size limits are.
 const maxArgStrings = 1 << 20
 
 // copyInStrings reads a NULL-terminated array of strings (argv, envp),

@@ -3,6 +3,7 @@ package syscalls
 import (
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 )
@@ -104,11 +105,11 @@ func Ioctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	defer f.DecRef()
 	switch cmd {
-	case fioclex:
+	case linuxabi.FIOCLEX:
 		return 0, t.FDs().SetCloseOnExec(fd, true)
-	case fionclex:
+	case linuxabi.FIONCLEX:
 		return 0, t.FDs().SetCloseOnExec(fd, false)
-	case fionbio:
+	case linuxabi.FIONBIO:
 		var on int32
 		if err := copyInStruct(t, arg, &on); err != nil {
 			return 0, err
@@ -119,18 +120,10 @@ func Ioctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		}
 		f.SetStatusFlags(flags)
 		return 0, nil
-	case fionread:
+	case linuxabi.FIONREAD:
 		if st, err := f.Stat(); err == nil && st.Type() == unix.S_IFREG {
 			return 0, copyOutU32(t, arg, uint32(max(0, min(st.Size-f.Offset(), 1<<31-1))))
 		}
 	}
 	return f.Impl().Ioctl(cmd, arg, t)
 }
-
-// Generic ioctl requests golang.org/x/sys/unix does not name.
-const (
-	fionclex = 0x5450
-	fioclex  = 0x5451
-	fionbio  = 0x5421
-	fionread = 0x541b
-)

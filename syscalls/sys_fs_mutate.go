@@ -42,7 +42,7 @@ func umasked(t *kernel.Task, mode uint32) uint32 {
 
 // Mkdir implements Linux syscall mkdir(2).
 func Mkdir(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return mkdirAt(t, atFDCWD, a.Ptr(0), a.Uint(1))
+	return mkdirAt(t, unix.AT_FDCWD, a.Ptr(0), a.Uint(1))
 }
 
 // Mkdirat implements Linux syscall mkdirat(2).
@@ -60,7 +60,7 @@ func mkdirAt(t *kernel.Task, dirfd int32, pathAddr uintptr, mode uint32) (uintpt
 
 // Mknod implements Linux syscall mknod(2).
 func Mknod(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return mknodAt(t, atFDCWD, a.Ptr(0), a.Uint(1), a.Uint(2))
+	return mknodAt(t, unix.AT_FDCWD, a.Ptr(0), a.Uint(1), a.Uint(2))
 }
 
 // Mknodat implements Linux syscall mknodat(2).
@@ -88,7 +88,7 @@ func mknodAt(t *kernel.Task, dirfd int32, pathAddr uintptr, mode, dev uint32) (u
 
 // Symlink implements Linux syscall symlink(2).
 func Symlink(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return symlinkAt(t, a.Ptr(0), atFDCWD, a.Ptr(1))
+	return symlinkAt(t, a.Ptr(0), unix.AT_FDCWD, a.Ptr(1))
 }
 
 // Symlinkat implements Linux syscall symlinkat(2).
@@ -113,7 +113,7 @@ func symlinkAt(t *kernel.Task, targetAddr uintptr, dirfd int32, pathAddr uintptr
 
 // Link implements Linux syscall link(2).
 func Link(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return linkAt(t, atFDCWD, a.Ptr(0), atFDCWD, a.Ptr(1), 0)
+	return linkAt(t, unix.AT_FDCWD, a.Ptr(0), unix.AT_FDCWD, a.Ptr(1), 0)
 }
 
 // Linkat implements Linux syscall linkat(2). AT_EMPTY_PATH, which links
@@ -143,12 +143,12 @@ func linkAt(t *kernel.Task, olddirfd int32, oldAddr uintptr, newdirfd int32, new
 
 // Unlink implements Linux syscall unlink(2).
 func Unlink(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return unlinkAt(t, atFDCWD, a.Ptr(0), 0)
+	return unlinkAt(t, unix.AT_FDCWD, a.Ptr(0), 0)
 }
 
 // Rmdir implements Linux syscall rmdir(2).
 func Rmdir(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return unlinkAt(t, atFDCWD, a.Ptr(0), unix.AT_REMOVEDIR)
+	return unlinkAt(t, unix.AT_FDCWD, a.Ptr(0), unix.AT_REMOVEDIR)
 }
 
 // Unlinkat implements Linux syscall unlinkat(2).
@@ -172,7 +172,7 @@ func unlinkAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int) (uintptr
 
 // Rename implements Linux syscall rename(2).
 func Rename(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return renameAt(t, atFDCWD, a.Ptr(0), atFDCWD, a.Ptr(1), 0)
+	return renameAt(t, unix.AT_FDCWD, a.Ptr(0), unix.AT_FDCWD, a.Ptr(1), 0)
 }
 
 // Renameat implements Linux syscall renameat(2).

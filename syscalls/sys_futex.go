@@ -5,33 +5,23 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 )
 
-// futex operations and flags.
-const (
-	futexWait          = 0
-	futexWake          = 1
-	futexRequeue       = 3
-	futexCmpRequeue    = 4
-	futexWakeOp        = 5
-	futexWaitBitset    = 9
-	futexWakeBitset    = 10
-	futexPrivateFlag   = 128
-	futexClockRealtime = 256
-	futexCmdMask       = ^(futexPrivateFlag | futexClockRealtime)
-)
+// futexCmdMask leaves the command of a futex op, without its flags.
+const futexCmdMask = ^(linuxabi.FUTEX_PRIVATE_FLAG | linuxabi.FUTEX_CLOCK_REALTIME)
 
 // Futex implements Linux syscall futex(2). The priority-inheritance
 // operations answer ENOSYS.
 func Futex(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	addr, op, val, timeout, addr2, val3 := a.Ptr(0), int(a.Int(1)), a.Uint(2), a.Ptr(3), a.Ptr(4), a.Uint(5)
-	private := op&futexPrivateFlag != 0
+	private := op&linuxabi.FUTEX_PRIVATE_FLAG != 0
 	cmd := op & futexCmdMask
 	switch cmd {
-	case futexWait, futexWaitBitset:
-		bitset, err := futexBitset(cmd == futexWaitBitset, val3)
+	case linuxabi.FUTEX_WAIT, linuxabi.FUTEX_WAIT_BITSET:
+		bitset, err := futexBitset(cmd == linuxabi.FUTEX_WAIT_BITSET, val3)
 		if err != nil {
 			return 0, err
 		}
@@ -41,10 +31,10 @@ func Futex(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			if err != nil {
 				return 0, err
 			}
-			if cmd == futexWait {
+			if cmd == linuxabi.FUTEX_WAIT {
 				deadline = time.Now().Add(time.Duration(ts.Nano()))
 			} else {
-				deadline = absoluteDeadline(t, op&futexClockRealtime != 0, ts)
+				deadline = absoluteDeadline(t, op&linuxabi.FUTEX_CLOCK_REALTIME != 0, ts)
 			}
 		}
 		err = t.FutexWait(addr, val, bitset, private, deadline)
@@ -52,21 +42,21 @@ func Futex(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			err = unix.EINTR // a timed wait is not restarted with its old timeout
 		}
 		return 0, err
-	case futexWake, futexWakeBitset:
-		bitset, err := futexBitset(cmd == futexWakeBitset, val3)
+	case linuxabi.FUTEX_WAKE, linuxabi.FUTEX_WAKE_BITSET:
+		bitset, err := futexBitset(cmd == linuxabi.FUTEX_WAKE_BITSET, val3)
 		if err != nil {
 			return 0, err
 		}
 		n, err := t.FutexWake(addr, int(val), bitset, private)
 		return retErr(uintptr(n), err)
-	case futexRequeue, futexCmpRequeue:
+	case linuxabi.FUTEX_REQUEUE, linuxabi.FUTEX_CMP_REQUEUE:
 		nMove := int(int32(timeout)) // val2, passed where the timeout goes
 		if int32(val) < 0 || nMove < 0 {
 			return 0, unix.EINVAL
 		}
-		n, err := t.FutexRequeue(addr, addr2, int(val), nMove, cmd == futexCmpRequeue, val3, private)
+		n, err := t.FutexRequeue(addr, addr2, int(val), nMove, cmd == linuxabi.FUTEX_CMP_REQUEUE, val3, private)
 		return retErr(uintptr(n), err)
-	case futexWakeOp:
+	case linuxabi.FUTEX_WAKE_OP:
 		n, err := t.FutexWakeOp(addr, addr2, int(val), int(int32(timeout)), val3, private)
 		return retErr(uintptr(n), err)
 	}
@@ -77,7 +67,7 @@ func Futex(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 // be empty), or the one that matches every waiter.
 func futexBitset(withBitset bool, val3 uint32) (uint32, error) {
 	if !withBitset {
-		return kernel.FutexBitsetMatchAny, nil
+		return linuxabi.FUTEX_BITSET_MATCH_ANY, nil
 	}
 	if val3 == 0 {
 		return 0, unix.EINVAL

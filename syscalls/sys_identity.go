@@ -220,13 +220,6 @@ func Setgroups(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return 0, t.Creds().SetGroups(groups)
 }
 
-// Capability header versions.
-const (
-	capV1 = 0x19980330
-	capV2 = 0x20071026
-	capV3 = 0x20080522
-)
-
 // capHeader is struct __user_cap_header_struct; capData one of
 // __user_cap_data_struct (versions 2 and 3 have two).
 type capHeader struct {
@@ -244,12 +237,12 @@ func capVersion(t *kernel.Task, addr uintptr) (capHeader, int, error) {
 		return h, 0, err
 	}
 	switch h.Version {
-	case capV1:
+	case unix.LINUX_CAPABILITY_VERSION_1:
 		return h, 1, nil
-	case capV2, capV3:
+	case unix.LINUX_CAPABILITY_VERSION_2, unix.LINUX_CAPABILITY_VERSION_3:
 		return h, 2, nil
 	}
-	h.Version = capV3
+	h.Version = unix.LINUX_CAPABILITY_VERSION_3
 	if err := copyOutStruct(t, addr, &h); err != nil {
 		return h, 0, err
 	}

@@ -3,6 +3,7 @@ package syscalls
 import (
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 )
@@ -29,13 +30,6 @@ func Sysinfo(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return 0, copyOutStruct(t, a.Ptr(0), &si)
 }
 
-// getrandom flags.
-const (
-	grndNonblock = 1
-	grndRandom   = 2
-	grndInsecure = 4
-)
-
 // getrandomChunk is how many bytes getrandom makes and copies at a time:
 // between chunks it looks for a signal, as Linux does once a page.
 const getrandomChunk = 4096
@@ -46,10 +40,10 @@ const getrandomChunk = 4096
 // it too, EFAULT if there are none.
 func Getrandom(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	flags := a.Uint(2)
-	if flags&^(grndNonblock|grndRandom|grndInsecure) != 0 || flags&(grndRandom|grndInsecure) == grndRandom|grndInsecure {
+	if flags&^(unix.GRND_NONBLOCK|unix.GRND_RANDOM|unix.GRND_INSECURE) != 0 || flags&(unix.GRND_RANDOM|unix.GRND_INSECURE) == unix.GRND_RANDOM|unix.GRND_INSECURE {
 		return 0, unix.EINVAL
 	}
-	addr, n := a.Ptr(0), min(a[1], maxRW)
+	addr, n := a.Ptr(0), min(a[1], linuxabi.MAX_RW_COUNT)
 	var buf [getrandomChunk]byte
 	done := uint64(0)
 	for done < n {

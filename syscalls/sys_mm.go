@@ -12,17 +12,11 @@ import (
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
-// mmap flags golang.org/x/sys/unix does not name.
-const (
-	mapSharedValidate = 0x03
-	mapFixedNoreplace = 0x100000
-	mapTypeMask       = 0x0f
-	// mapKnown are the flags MAP_SHARED_VALIDATE accepts.
-	mapKnown = unix.MAP_SHARED | unix.MAP_PRIVATE | unix.MAP_FIXED | unix.MAP_ANONYMOUS | unix.MAP_32BIT |
-		unix.MAP_GROWSDOWN | unix.MAP_DENYWRITE | unix.MAP_EXECUTABLE | unix.MAP_LOCKED | unix.MAP_NORESERVE |
-		unix.MAP_POPULATE | unix.MAP_NONBLOCK | unix.MAP_STACK | unix.MAP_HUGETLB | unix.MAP_SYNC |
-		mapFixedNoreplace
-)
+// mapKnown are the flags MAP_SHARED_VALIDATE accepts.
+const mapKnown = unix.MAP_SHARED | unix.MAP_PRIVATE | unix.MAP_FIXED | unix.MAP_ANONYMOUS | unix.MAP_32BIT |
+	unix.MAP_GROWSDOWN | unix.MAP_DENYWRITE | unix.MAP_EXECUTABLE | unix.MAP_LOCKED | unix.MAP_NORESERVE |
+	unix.MAP_POPULATE | unix.MAP_NONBLOCK | unix.MAP_STACK | unix.MAP_HUGETLB | unix.MAP_SYNC |
+	unix.MAP_FIXED_NOREPLACE
 
 // ZeroMappable is implemented by files whose mappings are anonymous memory
 // (/dev/zero).
@@ -32,11 +26,11 @@ type ZeroMappable interface{ MapsAsAnonymous() bool }
 // mapping when it is made: MAP_SHARED file mappings do not write back.
 func Mmap(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	addr, length, prot, flags, fd, off := a.Ptr(0), a.Ptr(1), platform.Prot(a.Uint(2)), int(a.Int(3)), a.Int(4), a[5]
-	typ := flags & mapTypeMask
-	if typ != unix.MAP_SHARED && typ != unix.MAP_PRIVATE && typ != mapSharedValidate {
+	typ := flags & unix.MAP_TYPE
+	if typ != unix.MAP_SHARED && typ != unix.MAP_PRIVATE && typ != unix.MAP_SHARED_VALIDATE {
 		return 0, unix.EINVAL
 	}
-	if typ == mapSharedValidate && flags&^mapKnown != 0 {
+	if typ == unix.MAP_SHARED_VALIDATE && flags&^mapKnown != 0 {
 		return 0, unix.EOPNOTSUPP
 	}
 	if off%mm.PageSize != 0 {
@@ -45,8 +39,8 @@ func Mmap(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if off+uint64(length) < off {
 		return 0, unix.EOVERFLOW
 	}
-	o := mm.MMapOpts{Addr: addr, Length: length, Prot: prot & 7, Fixed: flags&unix.MAP_FIXED != 0,
-		NoReplace: flags&mapFixedNoreplace != 0, Shared: typ != unix.MAP_PRIVATE}
+	o := mm.MMapOpts{Addr: addr, Length: length, Prot: prot & (platform.ProtRead | platform.ProtWrite | platform.ProtExec), Fixed: flags&unix.MAP_FIXED != 0,
+		NoReplace: flags&unix.MAP_FIXED_NOREPLACE != 0, Shared: typ != unix.MAP_PRIVATE}
 	if flags&unix.MAP_ANONYMOUS == 0 {
 		f, err := t.FDs().Get(fd)
 		if err != nil {
@@ -162,12 +156,11 @@ func Munlock(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // Mlockall implements Linux syscall mlockall(2).
 func Mlockall(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	const mclCurrent, mclFuture, mclOnfault = 1, 2, 4
 	flags := a.Int(0)
-	if flags&(mclCurrent|mclFuture) == 0 || flags&^(mclCurrent|mclFuture|mclOnfault) != 0 {
+	if flags&(unix.MCL_CURRENT|unix.MCL_FUTURE) == 0 || flags&^(unix.MCL_CURRENT|unix.MCL_FUTURE|unix.MCL_ONFAULT) != 0 {
 		return 0, unix.EINVAL
 	}
-	t.MM().MlockAll(flags&mclCurrent != 0, flags&mclFuture != 0)
+	t.MM().MlockAll(flags&unix.MCL_CURRENT != 0, flags&unix.MCL_FUTURE != 0)
 	return 0, nil
 }
 

@@ -3,6 +3,7 @@ package syscalls
 import (
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/vfs"
@@ -13,12 +14,9 @@ import (
 const fileStatusFlags = unix.O_APPEND | unix.O_NONBLOCK | unix.O_DIRECT | unix.O_NOATIME |
 	unix.O_SYNC | unix.O_DSYNC | unix.O_ASYNC
 
-// oLargefile is O_LARGEFILE as the kernel reports it in F_GETFL on x86-64.
-const oLargefile = 0o100000
-
 // Open implements Linux syscall open(2).
 func Open(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return openAt(t, atFDCWD, a.Ptr(0), int(a.Int(1)), a.Uint(2))
+	return openAt(t, unix.AT_FDCWD, a.Ptr(0), int(a.Int(1)), a.Uint(2))
 }
 
 // Openat implements Linux syscall openat(2).
@@ -28,7 +26,7 @@ func Openat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // Creat implements Linux syscall creat(2).
 func Creat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return openAt(t, atFDCWD, a.Ptr(0), unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, a.Uint(1))
+	return openAt(t, unix.AT_FDCWD, a.Ptr(0), unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, a.Uint(1))
 }
 
 func openAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int, mode uint32) (uintptr, error) {
@@ -157,7 +155,7 @@ func openPath(t *kernel.Task, p vfs.Path, flags int, created bool) (*vfs.File, e
 	if err != nil {
 		return nil, err
 	}
-	return vfs.NewFile(impl, p, acc|flags&fileStatusFlags|oLargefile), nil
+	return vfs.NewFile(impl, p, acc|flags&fileStatusFlags|linuxabi.O_LARGEFILE), nil
 }
 
 // pathFile is an O_PATH descriptor: it names a file without opening it.
@@ -183,11 +181,10 @@ func Close(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // CloseRange implements Linux syscall close_range(2).
 func CloseRange(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	const unshare, cloexec = 1 << 1, 1 << 2
 	first, last, flags := a.Uint(0), a.Uint(1), a.Uint(2)
-	if flags&^(unshare|cloexec) != 0 || first > last {
+	if flags&^(unix.CLOSE_RANGE_UNSHARE|unix.CLOSE_RANGE_CLOEXEC) != 0 || first > last {
 		return 0, unix.EINVAL
 	}
-	t.FDs().CloseRange(first, last, flags&cloexec != 0)
+	t.FDs().CloseRange(first, last, flags&unix.CLOSE_RANGE_CLOEXEC != 0)
 	return 0, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/vfs"
@@ -192,7 +193,7 @@ func tempMask(t *kernel.Task, maskAddr uintptr, size uint64) error {
 	if maskAddr == 0 {
 		return nil
 	}
-	if size != sigsetSize {
+	if size != linuxabi.SizeofSigset {
 		return unix.EINVAL
 	}
 	var m uint64

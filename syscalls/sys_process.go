@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 )
@@ -21,38 +22,28 @@ func ExitGroup(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return 0, kernel.ErrNoReturn
 }
 
-// arch_prctl codes.
-const (
-	archSetGS    = 0x1001
-	archSetFS    = 0x1002
-	archGetFS    = 0x1003
-	archGetGS    = 0x1004
-	archGetCPUID = 0x1011
-	archSetCPUID = 0x1012
-)
-
 // ArchPrctl implements Linux syscall arch_prctl(2).
 func ArchPrctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	regs := t.Regs()
 	code, addr := a.Int(0), a[1]
 	switch code {
-	case archSetFS, archSetGS:
+	case linuxabi.ARCH_SET_FS, linuxabi.ARCH_SET_GS:
 		if addr >= uint64(t.MM().MaxAddr()) {
 			return 0, unix.EPERM
 		}
-		if code == archSetFS {
+		if code == linuxabi.ARCH_SET_FS {
 			regs.FSBase = addr
 		} else {
 			regs.GSBase = addr
 		}
 		return 0, nil
-	case archGetFS:
+	case linuxabi.ARCH_GET_FS:
 		return 0, copyOutU64(t, uintptr(addr), regs.FSBase)
-	case archGetGS:
+	case linuxabi.ARCH_GET_GS:
 		return 0, copyOutU64(t, uintptr(addr), regs.GSBase)
-	case archGetCPUID:
+	case linuxabi.ARCH_GET_CPUID:
 		return 1, nil // cpuid is not faulting
-	case archSetCPUID:
+	case linuxabi.ARCH_SET_CPUID:
 		return 0, unix.ENODEV // no CPUID faulting for guests
 	}
 	return 0, unix.EINVAL
@@ -64,12 +55,9 @@ func SetTidAddress(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return uintptr(t.TID()), nil
 }
 
-// robustListHeadSize is sizeof(struct robust_list_head).
-const robustListHeadSize = 24
-
 // SetRobustList implements Linux syscall set_robust_list(2).
 func SetRobustList(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	if a[1] != robustListHeadSize {
+	if a[1] != linuxabi.SizeofRobustListHead {
 		return 0, unix.EINVAL
 	}
 	t.SetRobustList(a.Ptr(0))
@@ -90,68 +78,43 @@ func GetRobustList(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err := copyOutU64(t, a.Ptr(1), uint64(target.RobustList())); err != nil {
 		return 0, err
 	}
-	return 0, copyOutU64(t, a.Ptr(2), robustListHeadSize)
+	return 0, copyOutU64(t, a.Ptr(2), linuxabi.SizeofRobustListHead)
 }
-
-// prctl options.
-const (
-	prSetPdeathsig      = 1
-	prGetPdeathsig      = 2
-	prGetDumpable       = 3
-	prSetDumpable       = 4
-	prGetKeepcaps       = 7
-	prSetKeepcaps       = 8
-	prSetName           = 15
-	prGetName           = 16
-	prGetSeccomp        = 21
-	prCapbsetRead       = 23
-	prSetTimerslack     = 29
-	prGetTimerslack     = 30
-	prSetChildSubreaper = 36
-	prGetChildSubreaper = 37
-	prSetNoNewPrivs     = 38
-	prGetNoNewPrivs     = 39
-	prSetTHPDisable     = 41
-	prGetTHPDisable     = 42
-	capLastCap          = 40
-	maxTaskCommLen      = 16
-	defaultTimerSlackNs = 50000
-)
 
 // Prctl implements Linux syscall prctl(2) for the options programs use to
 // name themselves and to set process flags.
 func Prctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	p := t.PrctlState()
 	switch a.Int(0) {
-	case prSetPdeathsig:
+	case unix.PR_SET_PDEATHSIG:
 		if sig := int(a[1]); sig != 0 && !kernel.ValidSignal(sig) {
 			return 0, unix.EINVAL
 		}
 		p.PdeathSig = int(a[1])
-	case prGetPdeathsig:
+	case unix.PR_GET_PDEATHSIG:
 		return 0, copyOutU32(t, a.Ptr(1), uint32(p.PdeathSig))
-	case prGetDumpable:
+	case unix.PR_GET_DUMPABLE:
 		return uintptr(p.Dumpable), nil
-	case prSetDumpable:
+	case unix.PR_SET_DUMPABLE:
 		if a[1] > 1 {
 			return 0, unix.EINVAL
 		}
 		p.Dumpable = int(a[1])
-	case prGetKeepcaps:
+	case unix.PR_GET_KEEPCAPS:
 		if p.KeepCaps {
 			return 1, nil
 		}
-	case prSetKeepcaps:
+	case unix.PR_SET_KEEPCAPS:
 		if a[1] > 1 {
 			return 0, unix.EINVAL
 		}
 		p.KeepCaps = a[1] == 1
 		t.Creds().SetKeepCaps(p.KeepCaps)
-	case prSetName:
-		name, err := t.CopyInString(a.Ptr(1), maxTaskCommLen)
+	case unix.PR_SET_NAME:
+		name, err := t.CopyInString(a.Ptr(1), linuxabi.TASK_COMM_LEN)
 		if err == unix.ENAMETOOLONG {
 			// A longer name is cut, not refused.
-			var b [maxTaskCommLen - 1]byte
+			var b [linuxabi.TASK_COMM_LEN - 1]byte
 			if _, err := t.CopyIn(a.Ptr(1), b[:]); err != nil {
 				return 0, err
 			}
@@ -161,48 +124,48 @@ func Prctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			return 0, err
 		}
 		t.SetComm(name)
-	case prGetName:
-		var b [maxTaskCommLen]byte
+	case unix.PR_GET_NAME:
+		var b [linuxabi.TASK_COMM_LEN]byte
 		copy(b[:], t.Comm())
 		_, err := t.CopyOut(a.Ptr(1), b[:])
 		return 0, err
-	case prGetSeccomp:
+	case unix.PR_GET_SECCOMP:
 		return 0, nil
-	case prCapbsetRead:
-		if a[1] > capLastCap {
+	case unix.PR_CAPBSET_READ:
+		if a[1] > unix.CAP_LAST_CAP {
 			return 0, unix.EINVAL
 		}
 		return 1, nil
-	case prSetTimerslack:
+	case unix.PR_SET_TIMERSLACK:
 		p.TimerSlack = a[1]
 		if p.TimerSlack == 0 {
-			p.TimerSlack = defaultTimerSlackNs
+			p.TimerSlack = linuxabi.DEFAULT_TIMER_SLACK_NS
 		}
-	case prGetTimerslack:
+	case unix.PR_GET_TIMERSLACK:
 		return uintptr(p.TimerSlack), nil
-	case prSetChildSubreaper:
+	case unix.PR_SET_CHILD_SUBREAPER:
 		t.ThreadGroup().SetChildSubreaper(a[1] != 0)
-	case prGetChildSubreaper:
+	case unix.PR_GET_CHILD_SUBREAPER:
 		var v uint32
 		if t.ThreadGroup().ChildSubreaper() {
 			v = 1
 		}
 		return 0, copyOutU32(t, a.Ptr(1), v)
-	case prSetNoNewPrivs:
+	case unix.PR_SET_NO_NEW_PRIVS:
 		if a[1] != 1 || a[2] != 0 || a[3] != 0 || a[4] != 0 {
 			return 0, unix.EINVAL
 		}
 		p.NoNewPrivs = true
-	case prGetNoNewPrivs:
+	case unix.PR_GET_NO_NEW_PRIVS:
 		if a[1] != 0 || a[2] != 0 || a[3] != 0 || a[4] != 0 {
 			return 0, unix.EINVAL
 		}
 		if p.NoNewPrivs {
 			return 1, nil
 		}
-	case prSetTHPDisable:
+	case unix.PR_SET_THP_DISABLE:
 		p.THPDisable = a[1] != 0
-	case prGetTHPDisable:
+	case unix.PR_GET_THP_DISABLE:
 		if p.THPDisable {
 			return 1, nil
 		}

@@ -3,16 +3,11 @@ package syscalls
 import (
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
-
-// maxRW is the most one read or write moves (MAX_RW_COUNT).
-const maxRW = 0x7ffff000
-
-// uioMaxIOV is the most iovecs one call takes (UIO_MAXIOV).
-const uioMaxIOV = 1024
 
 // Read implements Linux syscall read(2).
 func Read(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
@@ -83,7 +78,7 @@ func Pwritev(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 // ioseq is the guest buffer of a read or write, with its length clamped as
 // Linux clamps it.
 func ioseq(t *kernel.Task, addr uintptr, n uint64) *vfs.IOSeq {
-	return vfs.NewIOSeq(t.MM(), addr, int(min(n, maxRW))).WithContext(t)
+	return vfs.NewIOSeq(t.MM(), addr, int(min(n, linuxabi.MAX_RW_COUNT))).WithContext(t)
 }
 
 // vectored reads the iovec array of a readv-style call and runs op on it.
@@ -103,7 +98,7 @@ func vectored(t *kernel.Task, a *arch.SyscallArgs, op func(*vfs.File, *vfs.IOSeq
 
 // copyInIovecs reads an array of struct iovec.
 func copyInIovecs(t *kernel.Task, addr uintptr, count uint64) ([]vfs.Range, error) {
-	if count > uioMaxIOV {
+	if count > linuxabi.UIO_MAXIOV {
 		return nil, unix.EINVAL
 	}
 	// struct iovec: base and length.
@@ -121,7 +116,7 @@ func copyInIovecs(t *kernel.Task, addr uintptr, count uint64) ([]vfs.Range, erro
 			return nil, unix.EINVAL
 		}
 		// The total is clamped to MAX_RW_COUNT, not refused.
-		n := min(v.Len, maxRW-total)
+		n := min(v.Len, linuxabi.MAX_RW_COUNT-total)
 		total += n
 		ranges = append(ranges, vfs.Range{Addr: uintptr(v.Base), Len: int(n)})
 	}
@@ -146,7 +141,7 @@ func Sendfile(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if out.Flags()&unix.O_APPEND != 0 {
 		return 0, unix.EINVAL
 	}
-	offAddr, count := a.Ptr(2), min(a[3], maxRW)
+	offAddr, count := a.Ptr(2), min(a[3], linuxabi.MAX_RW_COUNT)
 	var off int64
 	if offAddr != 0 {
 		if err := copyInStruct(t, offAddr, &off); err != nil {

@@ -6,22 +6,19 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 )
 
-// sigsetSize is the only sigset size x86-64 Linux accepts.
-const sigsetSize = 8
-
-// saKnownFlags are the sa_flags bits x86-64 Linux keeps (UAPI_SA_FLAGS):
-// SA_NOCLDSTOP, SA_NOCLDWAIT, SA_SIGINFO, SA_RESTORER, SA_ONSTACK,
-// SA_RESTART, SA_NODEFER and SA_RESETHAND.
-const saKnownFlags = 0x1 | 0x2 | 0x4 | 0x04000000 | 0x08000000 | 0x10000000 | 0x40000000 | 0x80000000
+// saKnownFlags are the sa_flags bits x86-64 Linux keeps (UAPI_SA_FLAGS).
+const saKnownFlags = linuxabi.SA_NOCLDSTOP | linuxabi.SA_NOCLDWAIT | linuxabi.SA_SIGINFO | linuxabi.SA_RESTORER |
+	linuxabi.SA_ONSTACK | linuxabi.SA_RESTART | linuxabi.SA_NODEFER | linuxabi.SA_RESETHAND
 
 // RtSigaction implements Linux syscall rt_sigaction(2).
 func RtSigaction(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	sig, act, oldact := int(a.Int(0)), a.Ptr(1), a.Ptr(2)
-	if a[3] != sigsetSize || !kernel.ValidSignal(sig) {
+	if a[3] != linuxabi.SizeofSigset || !kernel.ValidSignal(sig) {
 		return 0, unix.EINVAL
 	}
 	tg := t.ThreadGroup()
@@ -48,7 +45,7 @@ func RtSigaction(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 // RtSigprocmask implements Linux syscall rt_sigprocmask(2).
 func RtSigprocmask(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	how, set, oldset := a.Int(0), a.Ptr(1), a.Ptr(2)
-	if a[3] != sigsetSize {
+	if a[3] != linuxabi.SizeofSigset {
 		return 0, unix.EINVAL
 	}
 	old := t.SigMask()
@@ -74,14 +71,6 @@ func RtSigprocmask(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return 0, nil
 }
 
-// sigaltstack flags and limits.
-const (
-	ssOnstack     = 1
-	ssDisable     = 2
-	ssAutodisarm  = 1 << 31
-	minSigStkSize = 2048
-)
-
 // Sigaltstack implements Linux syscall sigaltstack(2).
 func Sigaltstack(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	ss, oss := a.Ptr(0), a.Ptr(1)
@@ -92,13 +81,13 @@ func Sigaltstack(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		if err := copyInStruct(t, ss, &nu); err != nil {
 			return 0, err
 		}
-		switch uint32(nu.Flags) &^ ssAutodisarm {
+		switch uint32(nu.Flags) &^ linuxabi.SS_AUTODISARM {
 		case 0:
-			if nu.Size < minSigStkSize {
+			if nu.Size < linuxabi.MINSIGSTKSZ {
 				return 0, unix.ENOMEM
 			}
-		case ssDisable:
-			nu = kernel.AltStack{Flags: ssDisable}
+		case linuxabi.SS_DISABLE:
+			nu = kernel.AltStack{Flags: linuxabi.SS_DISABLE}
 		default:
 			return 0, unix.EINVAL
 		}
@@ -109,7 +98,7 @@ func Sigaltstack(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	if oss != 0 {
 		if t.OnAltStack() {
-			old.Flags = ssOnstack
+			old.Flags = linuxabi.SS_ONSTACK
 		}
 		return 0, copyOutStruct(t, oss, &old)
 	}
@@ -123,7 +112,7 @@ func RtSigreturn(t *kernel.Task, _ *arch.SyscallArgs) (uintptr, error) {
 
 // RtSigpending implements Linux syscall rt_sigpending(2).
 func RtSigpending(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	if a[1] > sigsetSize {
+	if a[1] > linuxabi.SizeofSigset {
 		return 0, unix.EINVAL
 	}
 	var b [8]byte
@@ -136,7 +125,7 @@ func RtSigpending(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 // temporary mask, until a signal runs a handler; the old mask comes back
 // when the handler returns.
 func RtSigsuspend(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	if a[1] != sigsetSize {
+	if a[1] != linuxabi.SizeofSigset {
 		return 0, unix.EINVAL
 	}
 	var m uint64
@@ -156,7 +145,7 @@ func Pause(t *kernel.Task, _ *arch.SyscallArgs) (uintptr, error) {
 
 // RtSigtimedwait implements Linux syscall rt_sigtimedwait(2).
 func RtSigtimedwait(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	if a[3] != sigsetSize {
+	if a[3] != linuxabi.SizeofSigset {
 		return 0, unix.EINVAL
 	}
 	var set uint64
@@ -192,7 +181,7 @@ func Kill(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if sig != 0 && !kernel.ValidSignal(sig) {
 		return 0, unix.EINVAL
 	}
-	info := senderInfo(t, sig, kernel.SIUser)
+	info := senderInfo(t, sig, linuxabi.SI_USER)
 	var targets []*kernel.ThreadGroup
 	switch {
 	case pid > 0:
@@ -271,7 +260,7 @@ func threadKill(t *kernel.Task, tgid, tid int32, sig int) error {
 		return unix.EPERM
 	}
 	if sig != 0 && !protectedInit(target.ThreadGroup(), sig) {
-		target.SendSignal(senderInfo(t, sig, kernel.SITkill))
+		target.SendSignal(senderInfo(t, sig, linuxabi.SI_TKILL))
 	}
 	return nil
 }
@@ -303,7 +292,7 @@ func sigqueue(t *kernel.Task, tgid, tid int32, sig int, infoAddr uintptr) error 
 	if tid != 0 {
 		target = tid
 	}
-	if (info.Code >= 0 || info.Code == kernel.SITkill) && target != t.TID() {
+	if (info.Code >= 0 || info.Code == linuxabi.SI_TKILL) && target != t.TID() {
 		return unix.EPERM
 	}
 	tg := t.Kernel().ThreadGroupByPID(tgid)

@@ -26,12 +26,12 @@ func Fstat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // Stat implements Linux syscall stat(2).
 func Stat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return fstatat(t, atFDCWD, a.Ptr(0), a.Ptr(1), 0)
+	return fstatat(t, unix.AT_FDCWD, a.Ptr(0), a.Ptr(1), 0)
 }
 
 // Lstat implements Linux syscall lstat(2).
 func Lstat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return fstatat(t, atFDCWD, a.Ptr(0), a.Ptr(1), unix.AT_SYMLINK_NOFOLLOW)
+	return fstatat(t, unix.AT_FDCWD, a.Ptr(0), a.Ptr(1), unix.AT_SYMLINK_NOFOLLOW)
 }
 
 // Newfstatat implements Linux syscall newfstatat(2).
@@ -52,7 +52,7 @@ func fstatat(t *kernel.Task, dirfd int32, pathAddr, statAddr uintptr, flags int)
 
 // statAt stats a path, or with AT_EMPTY_PATH and "" the open file at dirfd.
 func statAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int) (vfs.Stat, error) {
-	if flags&unix.AT_EMPTY_PATH != 0 && dirfd != atFDCWD {
+	if flags&unix.AT_EMPTY_PATH != 0 && dirfd != unix.AT_FDCWD {
 		if name, err := copyInPath(t, pathAddr); err == nil && name == "" {
 			f, err := t.FDs().Get(dirfd)
 			if err != nil {
@@ -91,19 +91,15 @@ func copyOutStat(t *kernel.Task, addr uintptr, st *vfs.Stat) error {
 	return err
 }
 
-// statx mask bits.
-const (
-	statxBasicStats = 0x7ff
-	statxReserved   = 0x80000000
-	atStatxSyncType = 0x6000
-)
+// atStatxSyncType is AT_STATX_SYNC_TYPE, the two bits of statx's sync mode.
+const atStatxSyncType = unix.AT_STATX_FORCE_SYNC | unix.AT_STATX_DONT_SYNC
 
 // Statx implements Linux syscall statx(2). Every basic field is filled,
 // whatever the mask asks, as Linux may do; birth time is not reported.
 func Statx(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	dirfd, pathAddr, flags, mask, addr := a.Int(0), a.Ptr(1), int(a.Int(2)), a.Uint(3), a.Ptr(4)
 	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH|unix.AT_NO_AUTOMOUNT|atStatxSyncType) != 0 ||
-		flags&atStatxSyncType == atStatxSyncType || mask&statxReserved != 0 {
+		flags&atStatxSyncType == atStatxSyncType || mask&unix.STATX__RESERVED != 0 {
 		return 0, unix.EINVAL
 	}
 	st, err := statAt(t, dirfd, pathAddr, flags)
@@ -112,7 +108,7 @@ func Statx(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	var b [256]byte
 	le := binary.LittleEndian
-	le.PutUint32(b[0:], statxBasicStats)
+	le.PutUint32(b[0:], unix.STATX_BASIC_STATS)
 	le.PutUint32(b[4:], uint32(st.Blksize))
 	le.PutUint32(b[16:], uint32(st.Nlink))
 	le.PutUint32(b[20:], st.UID)

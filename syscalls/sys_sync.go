@@ -57,7 +57,7 @@ func fsync(t *kernel.Task, fd int32) (uintptr, error) {
 
 // Statfs implements Linux syscall statfs(2).
 func Statfs(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	p, err := lookupAt(t, atFDCWD, a.Ptr(0), true, 0)
+	p, err := lookupAt(t, unix.AT_FDCWD, a.Ptr(0), true, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -67,12 +67,6 @@ func Statfs(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	return 0, copyOutStatfs(t, a.Ptr(1), &s)
 }
-
-// Magic numbers for files opened outside the tree (the sandbox's stdio).
-const (
-	pipefsMagic = 0x50495045
-	devptsMagic = 0x1cd1
-)
 
 // Fstatfs implements Linux syscall fstatfs(2); O_PATH descriptors do.
 func Fstatfs(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
@@ -91,9 +85,9 @@ func Fstatfs(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		if err != nil {
 			return 0, err
 		}
-		s = vfs.FSStat{Type: pipefsMagic, Bsize: 4096, Frsize: 4096, Namelen: vfs.NameMax, Flags: 0x20 /* ST_VALID */}
+		s = vfs.FSStat{Type: unix.PIPEFS_MAGIC, Bsize: 4096, Frsize: 4096, Namelen: vfs.NameMax, Flags: 0x20 /* ST_VALID */}
 		if st.Type() == unix.S_IFCHR {
-			s.Type = devptsMagic
+			s.Type = unix.DEVPTS_SUPER_MAGIC
 		}
 	}
 	return 0, copyOutStatfs(t, a.Ptr(1), &s)

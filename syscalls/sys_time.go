@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 )
@@ -163,16 +164,15 @@ func timevalDuration(tv unix.Timeval) time.Duration {
 
 // Times implements Linux syscall times(2).
 func Times(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	const ticksPerSec = 100
 	if a[0] != 0 {
 		user, sys := t.ThreadGroup().CPUTime()
 		children := t.ThreadGroup().ChildUsage()
-		tick := time.Second / ticksPerSec
+		tick := time.Second / linuxabi.USER_HZ
 		// user, system, and the reaped children's user and system
 		tms := [4]int64{int64(user / tick), int64(sys / tick), int64(children.User / tick), int64(children.Sys / tick)}
 		if err := copyOutStruct(t, a.Ptr(0), &tms); err != nil {
 			return 0, err
 		}
 	}
-	return uintptr(int64(t.Kernel().Uptime()) / (1e9 / ticksPerSec)), nil
+	return uintptr(int64(t.Kernel().Uptime()) / (1e9 / linuxabi.USER_HZ)), nil
 }

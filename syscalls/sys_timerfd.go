@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/fs/signalfd"
 	"github.com/moat-sandbox/moat/sentry/fs/timerfd"
@@ -50,9 +51,8 @@ func timerFile(t *kernel.Task, fd int32) (*timerfd.File, func(), error) {
 
 // TimerfdSettime implements Linux syscall timerfd_settime(2).
 func TimerfdSettime(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	const tfdTimerAbstime, tfdCancelOnSet = 1, 2
 	flags := a.Int(1)
-	if flags&^(tfdTimerAbstime|tfdCancelOnSet) != 0 {
+	if flags&^(unix.TFD_TIMER_ABSTIME|unix.TFD_TIMER_CANCEL_ON_SET) != 0 {
 		return 0, unix.EINVAL
 	}
 	tf, done, err := timerFile(t, a.Int(0))
@@ -67,7 +67,7 @@ func TimerfdSettime(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if !validTimespec(nu.Value) || !validTimespec(nu.Interval) {
 		return 0, unix.EINVAL
 	}
-	value, interval := tf.Set(time.Duration(nu.Value.Nano()), flags&tfdTimerAbstime != 0,
+	value, interval := tf.Set(time.Duration(nu.Value.Nano()), flags&unix.TFD_TIMER_ABSTIME != 0,
 		time.Duration(nu.Interval.Nano()))
 	if a[3] != 0 {
 		old := itimerspec{Interval: unix.NsecToTimespec(int64(interval)), Value: unix.NsecToTimespec(int64(value))}
@@ -101,7 +101,7 @@ func Signalfd4(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 }
 
 func makeSignalfd(t *kernel.Task, fd int32, maskAddr uintptr, size uint64, flags int) (uintptr, error) {
-	if size != sigsetSize || flags&^(unix.SFD_CLOEXEC|unix.SFD_NONBLOCK) != 0 {
+	if size != linuxabi.SizeofSigset || flags&^(unix.SFD_CLOEXEC|unix.SFD_NONBLOCK) != 0 {
 		return 0, unix.EINVAL
 	}
 	var mask uint64

@@ -7,29 +7,14 @@ import (
 	"github.com/moat-sandbox/moat/sentry/kernel"
 )
 
-// wait options.
-const (
-	wNoHang    = 0x1
-	wUntraced  = 0x2 // WSTOPPED for waitid
-	wExited    = 0x4
-	wContinued = 0x8
-	wNoWait    = 0x01000000
-	wNoThread  = 0x20000000
-	wAll       = 0x40000000
-	wClone     = 0x80000000
-	pAll       = 0
-	pPID       = 1
-	pPGID      = 2
-)
-
 // Wait4 implements Linux syscall wait4(2).
 func Wait4(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	pid, statusAddr, options, rusage := a.Int(0), a.Ptr(1), a.Uint(2), a.Ptr(3)
-	if options&^(wNoHang|wUntraced|wContinued|wNoThread|wAll|wClone) != 0 {
+	if options&^(unix.WNOHANG|unix.WUNTRACED|unix.WCONTINUED|unix.WNOTHREAD|unix.WALL|unix.WCLONE) != 0 {
 		return 0, unix.EINVAL
 	}
-	o := kernel.WaitOptions{Exited: true, Stopped: options&wUntraced != 0, Continued: options&wContinued != 0,
-		NoHang: options&wNoHang != 0, Clone: options&wClone != 0, All: options&wAll != 0}
+	o := kernel.WaitOptions{Exited: true, Stopped: options&unix.WUNTRACED != 0, Continued: options&unix.WCONTINUED != 0,
+		NoHang: options&unix.WNOHANG != 0, Clone: options&unix.WCLONE != 0, All: options&unix.WALL != 0}
 	switch {
 	case pid < -1:
 		o.PGID = -pid
@@ -60,21 +45,21 @@ func Wait4(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 // Waitid implements Linux syscall waitid(2).
 func Waitid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	idtype, id, infop, options, rusage := a.Int(0), a.Int(1), a.Ptr(2), a.Uint(3), a.Ptr(4)
-	if options&^(wNoHang|wUntraced|wExited|wContinued|wNoWait|wNoThread|wAll|wClone) != 0 ||
-		options&(wExited|wUntraced|wContinued) == 0 {
+	if options&^(unix.WNOHANG|unix.WUNTRACED|unix.WEXITED|unix.WCONTINUED|unix.WNOWAIT|unix.WNOTHREAD|unix.WALL|unix.WCLONE) != 0 ||
+		options&(unix.WEXITED|unix.WUNTRACED|unix.WCONTINUED) == 0 {
 		return 0, unix.EINVAL
 	}
-	o := kernel.WaitOptions{Exited: options&wExited != 0, Stopped: options&wUntraced != 0,
-		Continued: options&wContinued != 0, NoHang: options&wNoHang != 0, NoWait: options&wNoWait != 0,
-		Clone: options&wClone != 0, All: options&wAll != 0}
+	o := kernel.WaitOptions{Exited: options&unix.WEXITED != 0, Stopped: options&unix.WUNTRACED != 0,
+		Continued: options&unix.WCONTINUED != 0, NoHang: options&unix.WNOHANG != 0, NoWait: options&unix.WNOWAIT != 0,
+		Clone: options&unix.WCLONE != 0, All: options&unix.WALL != 0}
 	switch idtype {
-	case pAll:
-	case pPID:
+	case unix.P_ALL:
+	case unix.P_PID:
 		if id <= 0 {
 			return 0, unix.EINVAL
 		}
 		o.Pid = id
-	case pPGID:
+	case unix.P_PGID:
 		if id < 0 {
 			return 0, unix.EINVAL
 		}

@@ -10,9 +10,6 @@ import (
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
-// atFDCWD is AT_FDCWD as the guest passes it (a 32-bit int).
-const atFDCWD = -100
-
 // copyInPath reads a path argument.
 func copyInPath(t *kernel.Task, addr uintptr) (string, error) {
 	return t.CopyInString(addr, vfs.PathMax)
@@ -21,7 +18,7 @@ func copyInPath(t *kernel.Task, addr uintptr) (string, error) {
 // dirPath returns where a path relative to dirfd starts: the working
 // directory for AT_FDCWD, else the directory open at dirfd.
 func dirPath(t *kernel.Task, dirfd int32) (vfs.Path, error) {
-	if dirfd == atFDCWD {
+	if dirfd == unix.AT_FDCWD {
 		_, cwd := t.FS().Get()
 		return cwd, nil
 	}
@@ -52,7 +49,7 @@ func lookupAt(t *kernel.Task, dirfd int32, pathAddr uintptr, follow bool, flags 
 func lookupNameAt(t *kernel.Task, dirfd int32, name string, follow bool, flags int) (vfs.Path, error) {
 	var err error
 	if name == "" && flags&unix.AT_EMPTY_PATH != 0 {
-		if dirfd == atFDCWD {
+		if dirfd == unix.AT_FDCWD {
 			_, cwd := t.FS().Get()
 			return cwd, nil
 		}

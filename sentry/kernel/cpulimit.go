@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 )
 
 // cpuLimit enforces RLIMIT_CPU, as Linux does: when the process's CPU time
@@ -58,11 +60,11 @@ func (tg *ThreadGroup) checkCPULimit() {
 	user, sys := tg.CPUTime()
 	used := user + sys
 	if hard >= 0 && used >= hard {
-		tg.SendSignal(SigInfo{Signo: int32(unix.SIGKILL), Code: SIKernel})
+		tg.SendSignal(SigInfo{Signo: int32(unix.SIGKILL), Code: linuxabi.SI_KERNEL})
 		return
 	}
 	if soft >= 0 && used >= soft {
-		tg.SendSignal(SigInfo{Signo: int32(unix.SIGXCPU), Code: SIKernel})
+		tg.SendSignal(SigInfo{Signo: int32(unix.SIGXCPU), Code: linuxabi.SI_KERNEL})
 		if l.Cur < l.Max {
 			tg.limits.Set(unix.RLIMIT_CPU, Limit{l.Cur + 1, l.Max}, false)
 		}

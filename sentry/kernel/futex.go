@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/mm"
 )
 
@@ -22,9 +23,6 @@ type futexWaiter struct {
 	bitset uint32
 	woken  chan struct{} // closed by the waker
 }
-
-// FutexBitsetMatchAny is FUTEX_BITSET_MATCH_ANY.
-const FutexBitsetMatchAny = 0xffffffff
 
 // FutexWait sleeps while the word at addr holds val, until woken (by a wake
 // whose bitset meets bitset), the deadline (ETIMEDOUT) or a signal.
@@ -135,7 +133,7 @@ func (t *Task) FutexRequeue(addr, addr2 uintptr, nWake, nMove int, cmp bool, val
 			return 0, unix.EAGAIN
 		}
 	}
-	woken := ft.wakeLocked(key, nWake, FutexBitsetMatchAny)
+	woken := ft.wakeLocked(key, nWake, linuxabi.FUTEX_BITSET_MATCH_ANY)
 	q := ft.waiters[key]
 	moved := 0
 	for moved < nMove && len(q) > 0 {
@@ -196,7 +194,7 @@ func (t *Task) FutexWakeOp(addr, addr2 uintptr, n, n2 int, op uint32, private bo
 	if bad {
 		return 0, unix.ENOSYS
 	}
-	woken := ft.wakeLocked(key, n, FutexBitsetMatchAny)
+	woken := ft.wakeLocked(key, n, linuxabi.FUTEX_BITSET_MATCH_ANY)
 	o, c := int32(old), int32(cmparg)
 	var hit bool
 	switch cmpType {
@@ -216,18 +214,10 @@ func (t *Task) FutexWakeOp(addr, addr2 uintptr, n, n2 int, op uint32, private bo
 		return woken, unix.ENOSYS
 	}
 	if hit {
-		woken += ft.wakeLocked(key2, n2, FutexBitsetMatchAny)
+		woken += ft.wakeLocked(key2, n2, linuxabi.FUTEX_BITSET_MATCH_ANY)
 	}
 	return woken, nil
 }
-
-// Robust futex list bits.
-const (
-	futexWaiters   = 0x80000000
-	futexOwnerDied = 0x40000000
-	futexTIDMask   = 0x3fffffff
-	robustLimit    = 2048
-)
 
 // exitRobustList marks the futexes the exiting task held as their owner
 // dead and wakes a waiter on each, as Linux does for robust mutexes.
@@ -244,17 +234,17 @@ func (t *Task) exitRobustList() {
 	handle := func(entry uint64) {
 		addr := uintptr(int64(entry) + offset)
 		old, err := t.mm.UpdateU32(addr, func(v uint32) (uint32, bool) {
-			if v&futexTIDMask != uint32(t.tid) {
+			if v&linuxabi.FUTEX_TID_MASK != uint32(t.tid) {
 				return v, false
 			}
-			return v&futexWaiters | futexOwnerDied, true
+			return v&linuxabi.FUTEX_WAITERS | linuxabi.FUTEX_OWNER_DIED, true
 		})
-		if err == nil && old&futexTIDMask == uint32(t.tid) && old&futexWaiters != 0 {
-			t.FutexWake(addr, 1, FutexBitsetMatchAny, false)
+		if err == nil && old&linuxabi.FUTEX_TID_MASK == uint32(t.tid) && old&linuxabi.FUTEX_WAITERS != 0 {
+			t.FutexWake(addr, 1, linuxabi.FUTEX_BITSET_MATCH_ANY, false)
 		}
 	}
 	entry := h[0]
-	for i := 0; entry != uint64(head) && entry != 0 && i < robustLimit; i++ {
+	for i := 0; entry != uint64(head) && entry != 0 && i < linuxabi.ROBUST_LIST_LIMIT; i++ {
 		var next [1]uint64
 		if _, err := t.mm.CopyIn(uintptr(entry), u64bytes(next[:])); err != nil {
 			break

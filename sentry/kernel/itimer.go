@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 )
 
 // Interval timers (setitimer, alarm). ITIMER_REAL counts wall time;
@@ -125,7 +127,7 @@ func (tg *ThreadGroup) fireITimer(which int) {
 		*s = itimerSlot{}
 	}
 	it.mu.Unlock()
-	tg.SendSignal(SigInfo{Signo: int32(itimerSignals[which]), Code: SIKernel})
+	tg.SendSignal(SigInfo{Signo: int32(itimerSignals[which]), Code: linuxabi.SI_KERNEL})
 }
 
 // stop disarms every timer (the process is gone).

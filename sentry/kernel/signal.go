@@ -5,13 +5,12 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 )
 
 // sigRTMin is the first real-time signal: those from here on queue.
 const sigRTMin = 32
-
-// numSignals is the highest signal number (SIGRTMAX).
-const numSignals = 64
 
 // unblockable are the signals no mask can hold back.
 const unblockable = 1<<(unix.SIGKILL-1) | 1<<(unix.SIGSTOP-1)
@@ -21,31 +20,16 @@ func sigBit(sig int) uint64 { return 1 << (sig - 1) }
 
 // SigAction is one rt_sigaction entry, in the guest's layout.
 type SigAction struct {
-	Handler  uint64 // SigDfl, SigIgn or an address
+	Handler  uint64 // linuxabi.SIG_DFL, linuxabi.SIG_IGN or an address
 	Flags    uint64
 	Restorer uint64
 	Mask     uint64
 }
 
-// Special handler values and sa_flags bits.
-const (
-	SigDfl = 0
-	SigIgn = 1
-
-	SANoCldStop = 0x1
-	SANoCldWait = 0x2
-	SASiginfo   = 0x4
-	SARestorer  = 0x04000000
-	SAOnStack   = 0x08000000
-	SARestart   = 0x10000000
-	SANoDefer   = 0x40000000
-	SAResetHand = 0x80000000
-)
-
 // SigHand is the table of signal actions that CLONE_SIGHAND shares.
 type SigHand struct {
 	mu      sync.Mutex
-	actions [numSignals + 1]SigAction
+	actions [linuxabi.NSIG + 1]SigAction
 }
 
 // copyHand returns a copy (for fork without CLONE_SIGHAND).
@@ -61,7 +45,7 @@ func (h *SigHand) resetForExec() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i := range h.actions {
-		if h.actions[i].Handler != SigIgn {
+		if h.actions[i].Handler != linuxabi.SIG_IGN {
 			h.actions[i] = SigAction{}
 		}
 	}
@@ -94,7 +78,7 @@ func defaultActionOf(sig int) defaultAction {
 }
 
 // ValidSignal reports whether sig is a signal number (1..64).
-func ValidSignal(sig int) bool { return sig >= 1 && sig <= numSignals }
+func ValidSignal(sig int) bool { return sig >= 1 && sig <= linuxabi.NSIG }
 
 // Action returns the process's action for sig.
 func (tg *ThreadGroup) Action(sig int) SigAction {
@@ -121,25 +105,11 @@ func (tg *ThreadGroup) SetAction(sig int, act SigAction) (SigAction, error) {
 	act.Mask &^= unblockable
 	h.actions[sig] = act
 	h.mu.Unlock()
-	if act.Handler == SigIgn || (act.Handler == SigDfl && defaultActionOf(sig) == actIgnore) {
+	if act.Handler == linuxabi.SIG_IGN || (act.Handler == linuxabi.SIG_DFL && defaultActionOf(sig) == actIgnore) {
 		tg.discardPending(sig)
 	}
 	return old, nil
 }
-
-// Signal codes (si_code).
-const (
-	SIUser     = 0
-	SIKernel   = 0x80
-	SIQueue    = -1
-	SITimer    = -2
-	SITkill    = -6
-	CLDExited  = 1
-	CLDKilled  = 2
-	CLDDumped  = 3
-	CLDStopped = 5
-	CLDCont    = 6
-)
 
 // SigInfo is a siginfo_t, in the guest's 128-byte layout.
 type SigInfo struct {
@@ -180,7 +150,7 @@ func SignalName(sig int) string { return unix.SignalName(unix.Signal(sig)) }
 // signals queued.
 type sigQueue struct {
 	mask  uint64
-	infos [numSignals + 1][]SigInfo
+	infos [linuxabi.NSIG + 1][]SigInfo
 }
 
 // enqueue adds info; a standard signal already pending is dropped.

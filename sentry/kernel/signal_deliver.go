@@ -2,6 +2,8 @@ package kernel
 
 import (
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 )
 
 // groupExitLocked ends every task of the process with status s (tg.mu
@@ -29,7 +31,7 @@ func (tg *ThreadGroup) stopLocked(sig int) {
 	for _, t := range tg.tasks {
 		t.kick()
 	}
-	go tg.notifyParent(CLDStopped, sig)
+	go tg.notifyParent(linuxabi.CLD_STOPPED, sig)
 }
 
 // continueLocked resumes a stopped process (tg.mu held).
@@ -39,7 +41,7 @@ func (tg *ThreadGroup) continueLocked() {
 	}
 	tg.stopped, tg.continued = false, true
 	close(tg.contCh)
-	go tg.notifyParent(CLDCont, int(unix.SIGCONT))
+	go tg.notifyParent(linuxabi.CLD_CONTINUED, int(unix.SIGCONT))
 }
 
 // notifyParent tells the parent about a stop or continue: a SIGCHLD unless
@@ -54,7 +56,7 @@ func (tg *ThreadGroup) notifyParent(code int32, status int) {
 	if parent == nil {
 		return
 	}
-	if parent.Action(int(unix.SIGCHLD)).Flags&SANoCldStop == 0 {
+	if parent.Action(int(unix.SIGCHLD)).Flags&linuxabi.SA_NOCLDSTOP == 0 {
 		info := SigInfo{Signo: int32(unix.SIGCHLD), Code: code}
 		info.SetChild(tg.pid, 0, int32(status))
 		parent.SendSignal(info)
@@ -107,16 +109,16 @@ func (t *Task) handleSignals() {
 		sig := int(info.Signo)
 		act := tg.Action(sig)
 		switch {
-		case act.Handler == SigIgn:
+		case act.Handler == linuxabi.SIG_IGN:
 			tg.mu.Unlock()
 			continue
-		case act.Handler != SigDfl:
+		case act.Handler != linuxabi.SIG_DFL:
 			t.check.Store(true) // look again once the frame is set up
 			tg.mu.Unlock()
 			t.finishRestart(true, act.Flags)
 			if err := t.deliverHandler(&info, act); err != nil {
 				t.Log("signal %d: cannot write the signal frame: %v", sig, err)
-				t.forceSignal(SigInfo{Signo: int32(unix.SIGSEGV), Code: SIKernel})
+				t.forceSignal(SigInfo{Signo: int32(unix.SIGSEGV), Code: linuxabi.SI_KERNEL})
 			}
 			return
 		}
@@ -127,7 +129,7 @@ func (t *Task) handleSignals() {
 			tg.stopLocked(sig)
 			tg.mu.Unlock()
 		default:
-			if tg == t.k.init && info.Code != SIKernel && !isFault(sig) {
+			if tg == t.k.init && info.Code != linuxabi.SI_KERNEL && !isFault(sig) {
 				tg.mu.Unlock() // init is immune to signals it has no handler for
 				continue
 			}
@@ -150,7 +152,7 @@ func (t *Task) finishRestart(handler bool, flags uint64) {
 	if errno == 0 {
 		return
 	}
-	restart := !handler || errno == ERESTARTNOINTR || (errno == ERESTARTSYS && flags&SARestart != 0)
+	restart := !handler || errno == ERESTARTNOINTR || (errno == ERESTARTSYS && flags&linuxabi.SA_RESTART != 0)
 	if restart {
 		t.regs.Rax = t.regs.OrigRax
 		t.regs.Rip -= 2 // the syscall instruction is two bytes

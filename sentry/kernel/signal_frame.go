@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 )
 
@@ -33,13 +34,11 @@ const (
 	userCS         = 0x33
 	userSS         = 0x2b
 	fpXstateMagic2 = 0x46505845
-	ssAutoDisarm   = 1 << 31
 	fxswBytes      = 464 // fpx_sw_bytes in the FXSAVE area
 	fpXstateMagic1 = 0x46505853
 	mxcsrMaskOff   = 28
 	mxcsrOff       = 24
 	xsaveHeaderOff = 512
-	ssOnStack      = 1
 )
 
 // Flags a signal frame may change, and what a handler starts without.
@@ -51,7 +50,7 @@ const (
 // onAltStack reports whether sp is on the task's alternate signal stack.
 func (t *Task) onAltStack(sp uint64) bool {
 	a := t.altStack
-	return a.Flags&ssDisable == 0 && sp > a.SP && sp-a.SP <= a.Size
+	return a.Flags&linuxabi.SS_DISABLE == 0 && sp > a.SP && sp-a.SP <= a.Size
 }
 
 // deliverHandler sets up a signal frame and points the task at act's
@@ -62,10 +61,10 @@ func (t *Task) deliverHandler(info *SigInfo, act SigAction) error {
 	onAlt := t.onAltStack(regs.Rsp)
 	sp := regs.Rsp - redZone
 	alt := t.altStack // what the frame records, and sigreturn restores
-	if act.Flags&SAOnStack != 0 && t.altStack.Flags&ssDisable == 0 && !onAlt {
+	if act.Flags&linuxabi.SA_ONSTACK != 0 && t.altStack.Flags&linuxabi.SS_DISABLE == 0 && !onAlt {
 		sp = t.altStack.SP + t.altStack.Size
-		if uint32(t.altStack.Flags)&ssAutoDisarm != 0 {
-			t.altStack = AltStack{Flags: ssDisable} // until the handler returns
+		if uint32(t.altStack.Flags)&linuxabi.SS_AUTODISARM != 0 {
+			t.altStack = AltStack{Flags: linuxabi.SS_DISABLE} // until the handler returns
 		}
 	}
 	fp := t.ctx.FPState()
@@ -82,7 +81,7 @@ func (t *Task) deliverHandler(info *SigInfo, act SigAction) error {
 	le.PutUint64(uc[0:], ucFPXState|ucSigcontextSS|ucStrictSS)
 	stackFlags := uint32(alt.Flags)
 	if onAlt {
-		stackFlags = ssOnStack
+		stackFlags = linuxabi.SS_ONSTACK
 	}
 	le.PutUint64(uc[ucStack:], alt.SP)
 	le.PutUint32(uc[ucStack+8:], stackFlags)
@@ -122,11 +121,11 @@ func (t *Task) deliverHandler(info *SigInfo, act SigAction) error {
 	resetFPState(fp)
 
 	mask := oldMask | act.Mask
-	if act.Flags&SANoDefer == 0 {
+	if act.Flags&linuxabi.SA_NODEFER == 0 {
 		mask |= sigBit(sig)
 	}
 	t.SetSigMask(mask)
-	if act.Flags&SAResetHand != 0 {
+	if act.Flags&linuxabi.SA_RESETHAND != 0 {
 		h := t.tg.sighand
 		h.mu.Lock()
 		h.actions[sig] = SigAction{}
@@ -163,7 +162,7 @@ func (t *Task) SigReturn() error {
 	ucAddr := uintptr(regs.Rsp) // the handler's return popped the restorer's address
 	uc := make([]byte, ucontextSize)
 	if _, err := t.CopyIn(ucAddr, uc); err != nil {
-		t.forceSignal(SigInfo{Signo: int32(unix.SIGSEGV), Code: SIKernel})
+		t.forceSignal(SigInfo{Signo: int32(unix.SIGSEGV), Code: linuxabi.SI_KERNEL})
 		return ErrNoReturn
 	}
 	le := binary.LittleEndian
@@ -181,13 +180,13 @@ func (t *Task) SigReturn() error {
 	// The alternate stack the frame recorded, unless the task is still
 	// running on the current one.
 	alt := AltStack{SP: le.Uint64(uc[ucStack:]), Flags: int32(le.Uint32(uc[ucStack+8:])), Size: le.Uint64(uc[ucStack+16:])}
-	flags := uint32(alt.Flags) &^ (ssOnStack | ssAutoDisarm)
+	flags := uint32(alt.Flags) &^ (linuxabi.SS_ONSTACK | linuxabi.SS_AUTODISARM)
 	if !t.onAltStack(regs.Rsp) {
 		switch {
-		case flags == ssDisable:
-			t.altStack = AltStack{Flags: ssDisable}
-		case flags == 0 && alt.Size >= minSigStkSize:
-			alt.Flags &^= ssOnStack
+		case flags == linuxabi.SS_DISABLE:
+			t.altStack = AltStack{Flags: linuxabi.SS_DISABLE}
+		case flags == 0 && alt.Size >= linuxabi.MINSIGSTKSZ:
+			alt.Flags &^= linuxabi.SS_ONSTACK
 			t.altStack = alt
 		}
 	}
@@ -196,13 +195,10 @@ func (t *Task) SigReturn() error {
 	if fpAddr := le.Uint64(mc[mcFpstate:]); fpAddr == 0 {
 		resetFPState(fp)
 	} else if !t.restoreFPState(fp, uintptr(fpAddr)) {
-		t.forceSignal(SigInfo{Signo: int32(unix.SIGSEGV), Code: SIKernel})
+		t.forceSignal(SigInfo{Signo: int32(unix.SIGSEGV), Code: linuxabi.SI_KERNEL})
 	}
 	return ErrNoReturn
 }
-
-// minSigStkSize is MINSIGSTKSZ.
-const minSigStkSize = 2048
 
 // restoreFPState copies a frame's fpstate into fp if it is well-formed:
 // the same XSAVE layout the kernel wrote (its software bytes), no XSAVE

@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/waiter"
 )
 
@@ -53,8 +54,8 @@ func (tg *ThreadGroup) sendLocked(info SigInfo, target *Task) {
 func (tg *ThreadGroup) ignoredLocked(sig int) bool {
 	act := tg.Action(sig)
 	switch {
-	case act.Handler == SigIgn:
-	case act.Handler != SigDfl:
+	case act.Handler == linuxabi.SIG_IGN:
+	case act.Handler != linuxabi.SIG_DFL:
 		return false
 	case defaultActionOf(sig) == actIgnore:
 	case tg == tg.k.init && sig != int(unix.SIGKILL):
@@ -107,7 +108,7 @@ func (t *Task) SendSignal(info SigInfo) {
 // Signal implements vfs.Context: a signal the kernel raises for the task
 // (SIGPIPE), which Linux sends as if the task had sent it to itself.
 func (t *Task) Signal(sig int) {
-	info := SigInfo{Signo: int32(sig), Code: SIUser}
+	info := SigInfo{Signo: int32(sig), Code: linuxabi.SI_USER}
 	t.creds.Lock()
 	uid := t.creds.UID
 	t.creds.Unlock()
@@ -122,13 +123,13 @@ func (t *Task) forceSignal(info SigInfo) {
 	tg := t.tg
 	h := tg.sighand
 	h.mu.Lock()
-	if h.actions[sig].Handler == SigIgn || t.sigMask&sigBit(sig) != 0 {
+	if h.actions[sig].Handler == linuxabi.SIG_IGN || t.sigMask&sigBit(sig) != 0 {
 		h.actions[sig] = SigAction{}
 	}
 	h.mu.Unlock()
 	tg.mu.Lock()
 	t.sigMask &^= sigBit(sig)
-	if tg == tg.k.init && tg.Action(sig).Handler == SigDfl {
+	if tg == tg.k.init && tg.Action(sig).Handler == linuxabi.SIG_DFL {
 		// A fault kills even init.
 		tg.groupExitLocked(ExitStatus{Signo: sig})
 	} else {

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/platform"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/mm"
@@ -64,7 +65,7 @@ type Task struct {
 // newTask returns a task of tg, not yet registered or running.
 func newTask(k *Kernel, tg *ThreadGroup) *Task {
 	return &Task{k: k, tg: tg, interrupt: make(chan struct{}, 1), started: time.Now(),
-		prctl: Prctl{Dumpable: 1, TimerSlack: 50000}, altStack: AltStack{Flags: ssDisable}}
+		prctl: Prctl{Dumpable: 1, TimerSlack: 50000}, altStack: AltStack{Flags: linuxabi.SS_DISABLE}}
 }
 
 // Kernel returns the task's kernel.

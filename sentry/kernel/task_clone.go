@@ -3,6 +3,7 @@ package kernel
 import (
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/platform"
 	"github.com/moat-sandbox/moat/sentry/mm"
 )
@@ -97,7 +98,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	child.prctl.PdeathSig = 0
 	child.altStack = t.altStack
 	if f&unix.CLONE_VM != 0 && f&unix.CLONE_VFORK == 0 {
-		child.altStack = AltStack{Flags: ssDisable}
+		child.altStack = AltStack{Flags: linuxabi.SS_DISABLE}
 	}
 	if f&unix.CLONE_CHILD_CLEARTID != 0 {
 		child.clearChildTID = o.ChildTID

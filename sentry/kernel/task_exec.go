@@ -3,6 +3,7 @@ package kernel
 import (
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/platform"
 )
 
@@ -47,7 +48,7 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 			// fails as Linux's does then.
 			img.mm.Release()
 			t.Log("execve: %v", err)
-			t.forceSignal(SigInfo{Signo: int32(unix.SIGSEGV), Code: SIKernel})
+			t.forceSignal(SigInfo{Signo: int32(unix.SIGSEGV), Code: linuxabi.SI_KERNEL})
 			return ErrNoReturn
 		}
 	}
@@ -76,7 +77,7 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 	t.fds.closeOnExec()
 	tg.sighand = tg.sighand.copyHand()
 	tg.sighand.resetForExec()
-	t.altStack = AltStack{Flags: ssDisable}
+	t.altStack = AltStack{Flags: linuxabi.SS_DISABLE}
 	t.robustList, t.clearChildTID = 0, 0
 	t.prctl.Dumpable = 1
 

@@ -4,6 +4,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 )
 
 // Exit ends the calling task (exit(2)); the process ends with its last
@@ -50,7 +52,7 @@ func (t *Task) exit() {
 	t.exitRobustList()
 	if t.clearChildTID != 0 {
 		if _, err := t.mm.UpdateU32(t.clearChildTID, func(uint32) (uint32, bool) { return 0, true }); err == nil {
-			t.FutexWake(t.clearChildTID, 1, FutexBitsetMatchAny, false)
+			t.FutexWake(t.clearChildTID, 1, linuxabi.FUTEX_BITSET_MATCH_ANY, false)
 		}
 	}
 	t.releaseVfork()
@@ -127,7 +129,7 @@ func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 		c.exitSignal = int(unix.SIGCHLD)
 		reaper.children[c] = struct{}{}
 		if leader := c.Leader(); leader != nil && leader.prctl.PdeathSig != 0 {
-			go c.SendSignal(SigInfo{Signo: int32(leader.prctl.PdeathSig), Code: SIUser})
+			go c.SendSignal(SigInfo{Signo: int32(leader.prctl.PdeathSig), Code: linuxabi.SI_USER})
 		}
 		if c.zombie {
 			reaper.childEvents.broadcast()
@@ -138,16 +140,16 @@ func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 		return
 	}
 	act := parent.Action(int(unix.SIGCHLD))
-	if tg.exitSignal == int(unix.SIGCHLD) && (act.Handler == SigIgn || act.Flags&SANoCldWait != 0) {
+	if tg.exitSignal == int(unix.SIGCHLD) && (act.Handler == linuxabi.SIG_IGN || act.Flags&linuxabi.SA_NOCLDWAIT != 0) {
 		tg.reapLocked()
 		parent.childEvents.broadcast()
 		return
 	}
 	if tg.exitSignal != 0 && !parent.Unkillable(tg.exitSignal) {
-		info := SigInfo{Signo: int32(tg.exitSignal), Code: CLDExited}
+		info := SigInfo{Signo: int32(tg.exitSignal), Code: linuxabi.CLD_EXITED}
 		st := int32(status.Code)
 		if status.Signo != 0 {
-			info.Code, st = CLDKilled, int32(status.Signo)
+			info.Code, st = linuxabi.CLD_KILLED, int32(status.Signo)
 		}
 		info.SetChild(tg.pid, 0, st)
 		go parent.SendSignal(info)
@@ -200,7 +202,7 @@ func (k *Kernel) InitHandles(sig int) bool {
 		return false
 	}
 	h := init.Action(sig).Handler
-	return h != SigDfl && h != SigIgn
+	return h != linuxabi.SIG_DFL && h != linuxabi.SIG_IGN
 }
 
 // SignalInit sends sig to init from outside the sandbox (`moat kill`).
@@ -209,7 +211,7 @@ func (k *Kernel) SignalInit(sig int) {
 	init := k.init
 	k.treeMu.Unlock()
 	if init != nil {
-		init.SendSignal(SigInfo{Signo: int32(sig), Code: SIUser})
+		init.SendSignal(SigInfo{Signo: int32(sig), Code: linuxabi.SI_USER})
 	}
 }
 
@@ -221,6 +223,6 @@ func u64bytes(v []uint64) []byte {
 // kill --all`).
 func (k *Kernel) SignalAll(sig int) {
 	for _, tg := range k.ThreadGroups() {
-		tg.SendSignal(SigInfo{Signo: int32(sig), Code: SIUser})
+		tg.SendSignal(SigInfo{Signo: int32(sig), Code: linuxabi.SI_USER})
 	}
 }

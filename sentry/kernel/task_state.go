@@ -4,9 +4,6 @@ package kernel
 // the alternate signal stack. They live here, not in the syscall layer, so
 // that fork and exec (which copy or reset them) see them.
 
-// ssDisable is SS_DISABLE: no alternate stack.
-const ssDisable = 2
-
 // AltStack is a sigaltstack(2) setting.
 type AltStack struct {
 	SP    uint64

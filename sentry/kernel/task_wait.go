@@ -2,6 +2,8 @@ package kernel
 
 import (
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 )
 
 // WaitOptions are wait4's and waitid's choices, decoded.
@@ -65,9 +67,9 @@ func (tg *ThreadGroup) findWaitableLocked(o WaitOptions) (res WaitResult, found,
 			c.mu.Lock()
 			s := c.status
 			c.mu.Unlock()
-			res = WaitResult{Pid: c.pid, Status: int32(s.Code << 8), Code: CLDExited, Info: int32(s.Code), Usage: c.usage}
+			res = WaitResult{Pid: c.pid, Status: int32(s.Code << 8), Code: linuxabi.CLD_EXITED, Info: int32(s.Code), Usage: c.usage}
 			if s.Signo != 0 {
-				res.Status, res.Code, res.Info = int32(s.Signo), CLDKilled, int32(s.Signo)
+				res.Status, res.Code, res.Info = int32(s.Signo), linuxabi.CLD_KILLED, int32(s.Signo)
 			}
 			if !o.NoWait {
 				c.reapLocked()
@@ -77,13 +79,13 @@ func (tg *ThreadGroup) findWaitableLocked(o WaitOptions) (res WaitResult, found,
 		c.mu.Lock()
 		switch {
 		case o.Stopped && c.stopped && !c.stopReported:
-			res = WaitResult{Pid: c.pid, Status: int32(c.stopSig<<8 | 0x7f), Code: CLDStopped, Info: int32(c.stopSig)}
+			res = WaitResult{Pid: c.pid, Status: int32(c.stopSig<<8 | 0x7f), Code: linuxabi.CLD_STOPPED, Info: int32(c.stopSig)}
 			if !o.NoWait {
 				c.stopReported = true
 			}
 			found = true
 		case o.Continued && c.continued:
-			res = WaitResult{Pid: c.pid, Status: 0xffff, Code: CLDCont, Info: int32(unix.SIGCONT)}
+			res = WaitResult{Pid: c.pid, Status: 0xffff, Code: linuxabi.CLD_CONTINUED, Info: int32(unix.SIGCONT)}
 			if !o.NoWait {
 				c.continued = false
 			}

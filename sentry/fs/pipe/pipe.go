@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 	"github.com/moat-sandbox/moat/sentry/waiter"
 )
@@ -322,8 +323,7 @@ func (w *WriteEnd) Ioctl(cmd uint32, arg uintptr, io vfs.IoctlIO) (uintptr, erro
 }
 
 func (p *pipe) ioctl(cmd uint32, arg uintptr, io vfs.IoctlIO) (uintptr, error) {
-	const fionread = 0x541b
-	if cmd != fionread {
+	if cmd != linuxabi.FIONREAD {
 		return 0, unix.ENOTTY
 	}
 	p.mu.Lock()

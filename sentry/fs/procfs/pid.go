@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/platform"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/mm"
@@ -162,8 +163,8 @@ func status(t *kernel.Task) ([]byte, error) {
 func signalDispositions(tg *kernel.ThreadGroup) (ign, cgt uint64) {
 	for sig := 1; sig <= 64; sig++ {
 		switch h := tg.Action(sig).Handler; h {
-		case kernel.SigDfl:
-		case kernel.SigIgn:
+		case linuxabi.SIG_DFL:
+		case linuxabi.SIG_IGN:
 			ign |= 1 << (sig - 1)
 		default:
 			cgt |= 1 << (sig - 1)

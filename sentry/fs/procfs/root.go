@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
@@ -154,5 +155,5 @@ func randomUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// ticks converts a duration to clock ticks (USER_HZ, 100 per second).
-func ticks(d time.Duration) int64 { return int64(d / (10 * time.Millisecond)) }
+// ticks converts a duration to clock ticks (USER_HZ a second).
+func ticks(d time.Duration) int64 { return int64(d / (time.Second / linuxabi.USER_HZ)) }
