@@ -55,24 +55,24 @@ func Pwrite64(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // Readv implements Linux syscall readv(2).
 func Readv(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return vectored(t, a, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Read(s) })
+	return vectored(t, a, (*vfs.File).Readable, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Read(s) })
 }
 
 // Writev implements Linux syscall writev(2).
 func Writev(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return vectored(t, a, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Write(s) })
+	return vectored(t, a, (*vfs.File).Writable, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Write(s) })
 }
 
 // Preadv implements Linux syscall preadv(2).
 func Preadv(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	off := a.Int64(3)
-	return vectored(t, a, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Pread(s, off) })
+	return vectored(t, a, (*vfs.File).Readable, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Pread(s, off) })
 }
 
 // Pwritev implements Linux syscall pwritev(2).
 func Pwritev(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	off := a.Int64(3)
-	return vectored(t, a, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Pwrite(s, off) })
+	return vectored(t, a, (*vfs.File).Writable, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Pwrite(s, off) })
 }
 
 // ioseq is the guest buffer of a read or write, with its length clamped as
@@ -82,12 +82,18 @@ func ioseq(t *kernel.Task, addr uintptr, n uint64) *vfs.IOSeq {
 }
 
 // vectored reads the iovec array of a readv-style call and runs op on it.
-func vectored(t *kernel.Task, a *arch.SyscallArgs, op func(*vfs.File, *vfs.IOSeq) (int, error)) (uintptr, error) {
+// A file not open for the transfer (open says) is EBADF before the array
+// is read, as on Linux.
+func vectored(t *kernel.Task, a *arch.SyscallArgs, open func(*vfs.File) bool,
+	op func(*vfs.File, *vfs.IOSeq) (int, error)) (uintptr, error) {
 	f, err := t.FDs().Get(a.Int(0))
 	if err != nil {
 		return 0, err
 	}
 	defer f.DecRef()
+	if !open(f) {
+		return 0, unix.EBADF
+	}
 	ranges, err := copyInIovecs(t, a.Ptr(1), a[2])
 	if err != nil {
 		return 0, err
@@ -109,12 +115,27 @@ func copyInIovecs(t *kernel.Task, addr uintptr, count uint64) ([]vfs.Range, erro
 			return nil, err
 		}
 	}
-	ranges := make([]vfs.Range, 0, count)
-	total := uint64(0)
+	// As Linux's import_iovec: a negative length anywhere is EINVAL, then
+	// a range that ends past the user address space is EFAULT (access_ok;
+	// a lone iovec is clamped to MAX_RW_COUNT first, as import_ubuf
+	// does), before anything moves.
 	for _, v := range raw {
 		if int64(v.Len) < 0 {
 			return nil, unix.EINVAL
 		}
+	}
+	for _, v := range raw {
+		n := v.Len
+		if count == 1 {
+			n = min(n, linuxabi.MAX_RW_COUNT)
+		}
+		if end := v.Base + n; end < v.Base || end > linuxabi.TASK_SIZE_MAX {
+			return nil, unix.EFAULT
+		}
+	}
+	ranges := make([]vfs.Range, 0, count)
+	total := uint64(0)
+	for _, v := range raw {
 		// The total is clamped to MAX_RW_COUNT, not refused.
 		n := min(v.Len, linuxabi.MAX_RW_COUNT-total)
 		total += n

@@ -113,6 +113,9 @@ const (
 	// MAX_RW_COUNT is the most one read or write moves, INT_MAX rounded
 	// down to a page: include/linux/fs.h.
 	MAX_RW_COUNT = math.MaxInt32 &^ (4096 - 1)
+	// TASK_SIZE_MAX is the end of the user address space with 4-level
+	// paging, where access_ok stops: arch/x86/include/asm/page_64_types.h.
+	TASK_SIZE_MAX = 1<<47 - 4096
 	// TASK_COMM_LEN is the size of a task's name with its NUL:
 	// include/linux/sched.h.
 	TASK_COMM_LEN = 16
