@@ -1,11 +1,9 @@
 package bench
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
-
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
 // hostname is what every container is called, so that a workload sees the
@@ -17,49 +15,21 @@ const pathEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 
 // newSpec returns the OCI configuration every runtime gets for argv: what
 // podman would ask for a plain `run --network=none --read-only`, so that each
-// runtime pays for the isolation users actually get from it.
+// runtime pays for the isolation users actually get from it. The network
+// namespace, with only loopback in it, is runc's equivalent of the
+// --network=none the gVisor runtimes are given.
 func newSpec(argv []string) *specs.Spec {
-	return &specs.Spec{
-		Version: specs.Version,
-		Process: &specs.Process{
-			Terminal:        false,
-			User:            specs.User{UID: 0, GID: 0},
-			Args:            argv,
-			Env:             []string{pathEnv, "HOME=/root"},
-			Cwd:             "/",
-			NoNewPrivileges: true,
-		},
-		Root:     &specs.Root{Path: "rootfs", Readonly: true},
-		Hostname: hostname,
-		Mounts: []specs.Mount{
-			{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
-			{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
-			{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
-			// The root is read-only; programs that need scratch space (python
-			// caches, compilers) get it here, in memory.
-			{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777"}},
-		},
-		Linux: &specs.Linux{
-			Namespaces: []specs.LinuxNamespace{
-				{Type: specs.PIDNamespace},
-				{Type: specs.IPCNamespace},
-				{Type: specs.UTSNamespace},
-				{Type: specs.MountNamespace},
-				// A network namespace with only loopback: runc's equivalent
-				// of the --network=none the gVisor runtimes are given.
-				{Type: specs.NetworkNamespace},
-			},
-			MaskedPaths:   []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"},
-			ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
-		},
+	spec := ocirun.Spec(argv, []string{pathEnv, "HOME=/root"}, hostname)
+	spec.Process.NoNewPrivileges = true
+	spec.Mounts = []specs.Mount{
+		ocirun.Proc("nosuid", "noexec", "nodev"),
+		ocirun.Tmpfs("/dev", "nosuid", "strictatime", "mode=755", "size=65536k"),
+		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
+		// The root is read-only; programs that need scratch space (python
+		// caches, compilers) get it here, in memory.
+		ocirun.Tmpfs("/tmp", "nosuid", "nodev", "mode=1777"),
 	}
-}
-
-// writeSpec writes spec as the config.json of bundle.
-func writeSpec(bundle string, spec *specs.Spec) error {
-	data, err := json.MarshalIndent(spec, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o644)
+	spec.Linux.MaskedPaths = []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"}
+	spec.Linux.ReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+	return spec
 }

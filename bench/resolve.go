@@ -3,16 +3,16 @@ package bench
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
+
+	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
 // find resolves a runtime. It returns a nil instance, and the reason in the
 // info, when the runtime cannot run here.
 func (s *session) find(ctx context.Context, rt Runtime) (RuntimeInfo, *instance, error) {
-	info := RuntimeInfo{Name: rt.Name, Kind: rt.Kind, Args: rt.Args, Note: rt.Note, Status: StatusSkipped}
+	info := RuntimeInfo{Name: rt.Name, Kind: rt.Kind, Args: rt.Flags(), Note: rt.Note, Status: StatusSkipped}
 	path, err := rt.binaryPath(s.cfg.BinDir)
 	switch {
 	case rt.Skip != "":
@@ -29,32 +29,21 @@ func (s *session) find(ctx context.Context, rt Runtime) (RuntimeInfo, *instance,
 	if info.Reason != "" {
 		return info, nil, nil
 	}
-	in := &instance{Runtime: rt, path: path, bundle: s.bundle, state: filepath.Join(s.dir, "state", rt.Name)}
+	in := &instance{Runtime: rt, bundle: s.bundle}
 	info.Status, info.Binary = StatusOK, displayPath(path)
 	if rt.Kind == KindNative {
 		info.Version = "Linux " + firstLine("/proc/sys/kernel/osrelease")
 		info.Command = "chroot BUNDLE/rootfs ARGV"
 		return info, in, nil
 	}
-	if err := os.MkdirAll(in.state, 0o700); err != nil {
+	oci := &ocirun.Runtime{Name: rt.Name, Path: path, Flags: rt.Flags()}
+	in.oci = oci.At(filepath.Join(s.dir, "state", rt.Name))
+	if err := os.MkdirAll(in.oci.Dir, 0o700); err != nil {
 		return info, nil, err
 	}
-	info.Version = version(ctx, path)
-	placeholders := instance{Runtime: rt, state: "STATE"}
-	info.Command = info.Binary + " " + strings.Join(placeholders.args("run", "--bundle", "BUNDLE", "ID"), " ")
+	info.Version = oci.Version(ctx)
+	info.Command = info.Binary + " " + strings.Join(oci.At("STATE").Args("run", "--bundle", "BUNDLE", "ID"), " ")
 	return info, in, nil
-}
-
-// version is the first line of `binary --version`, or "" if it has none.
-func version(ctx context.Context, binary string) string {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, binary, "--version").Output()
-	if err != nil {
-		return ""
-	}
-	line, _, _ := strings.Cut(string(out), "\n")
-	return strings.TrimSpace(line)
 }
 
 // displayPath shortens a path below the working directory to a relative one,

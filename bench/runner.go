@@ -10,6 +10,8 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
 // Runs per runtime and workload when Config.Runs is 0. Micro workloads need
@@ -42,10 +44,9 @@ type session struct {
 	cfg       Config
 	dir       string // everything temporary lives under it
 	bundle    string
-	instances []*instance // nil where the runtime was skipped
-	stdout    *os.File
-	stderr    *os.File
-	runs      int // containers started, for fresh ids
+	instances []*instance    // nil where the runtime was skipped
+	out       *ocirun.Output // every run's stdout and stderr, emptied before each
+	runs      int            // containers started, for fresh ids
 }
 
 // Run measures every workload of cfg under every runtime of cfg. When ctx is
@@ -114,7 +115,7 @@ func (s *session) plan(w Workload) (plan, error) {
 		}
 	}
 	var err error
-	if p.missing, err = w.missing(filepath.Join(s.bundle, "rootfs")); err != nil {
+	if p.missing, err = w.missing(filepath.Join(s.bundle, ocirun.Rootfs)); err != nil {
 		return p, err
 	}
 	for i, in := range s.instances {
@@ -129,7 +130,7 @@ func (s *session) plan(w Workload) (plan, error) {
 // prepare builds the bundle and finds the runtimes, recording each in rep.
 func (s *session) prepare(ctx context.Context, rep *Report) error {
 	s.bundle = filepath.Join(s.dir, "bundle")
-	rootfs := filepath.Join(s.bundle, "rootfs")
+	rootfs := filepath.Join(s.bundle, ocirun.Rootfs)
 	if err := os.MkdirAll(rootfs, 0o755); err != nil {
 		return err
 	}
@@ -143,16 +144,8 @@ func (s *session) prepare(ctx context.Context, rep *Report) error {
 	for program, err := range buildFailures {
 		s.cfg.Progress.Note("workload program %s not built: %v", program, err)
 	}
-	for _, name := range []string{"stdout", "stderr"} {
-		f, err := os.Create(filepath.Join(s.dir, name))
-		if err != nil {
-			return err
-		}
-		if name == "stdout" {
-			s.stdout = f
-		} else {
-			s.stderr = f
-		}
+	if s.out, err = ocirun.NewOutput(s.dir); err != nil {
+		return err
 	}
 	for _, rt := range s.cfg.Runtimes {
 		info, in, err := s.find(ctx, rt)
@@ -178,7 +171,7 @@ func (s *session) measure(ctx context.Context, w Workload, p plan, runtimes []Ru
 	}
 	wr.Argv = w.argv(s.cfg.Iterations, s.cfg.Budget)
 	spec := newSpec(wr.Argv)
-	if err := writeSpec(s.bundle, spec); err != nil {
+	if err := ocirun.WriteSpec(s.bundle, spec); err != nil {
 		return wr, err
 	}
 	samples := make([][]float64, len(s.instances))
@@ -217,18 +210,18 @@ func (s *session) measure(ctx context.Context, w Workload, p plan, runtimes []Ru
 func (s *session) once(ctx context.Context, in *instance, w Workload, spec *specs.Spec) (float64, error) {
 	s.runs++
 	id := fmt.Sprintf("moat-bench-%d-%d", os.Getpid(), s.runs)
-	wall, err := in.run(ctx, id, spec, s.cfg.Timeout, s.stdout, s.stderr)
+	wall, err := in.run(ctx, id, spec, s.cfg.Timeout, s.out)
 	if err != nil {
 		return 0, err
 	}
 	if w.Kind == Wall {
 		return float64(wall) / float64(time.Millisecond), nil
 	}
-	out, err := os.ReadFile(s.stdout.Name())
+	stdout, _, err := s.out.Read()
 	if err != nil {
 		return 0, err
 	}
-	return parseResult(out, w.Name, w.Unit)
+	return parseResult([]byte(stdout), w.Name, w.Unit)
 }
 
 // results summarises the samples of each runtime and relates them to the

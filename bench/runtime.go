@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
 // Kinds of runtime.
@@ -29,6 +29,9 @@ type Runtime struct {
 	// starting with $BIN, the directory moat-bench was installed in (where
 	// `make` puts bin/moat and the current runsc).
 	Binary string `json:"binary,omitempty"`
+	// RunscPlatform, when set, makes the runtime gVisor's runsc on that
+	// platform: it is given ocirun.RunscFlags, then Args.
+	RunscPlatform string `json:"runsc_platform,omitempty"`
 	// Args are global flags, given before the subcommand.
 	Args []string `json:"args,omitempty"`
 	// Note says what the runtime stands for in the comparison.
@@ -67,6 +70,8 @@ func ParseRuntimes(data []byte) ([]Runtime, error) {
 			return nil, fmt.Errorf("runtime list: %s: kind %q is neither %q nor %q", rt.Name, rt.Kind, KindNative, KindOCI)
 		case rt.Kind == KindOCI && rt.Binary == "":
 			return nil, fmt.Errorf("runtime list: %s: an oci runtime needs a binary", rt.Name)
+		case rt.Kind != KindOCI && rt.RunscPlatform != "":
+			return nil, fmt.Errorf("runtime list: %s: runsc_platform %q on a runtime of kind %q", rt.Name, rt.RunscPlatform, rt.Kind)
 		}
 		seen[rt.Name] = true
 	}
@@ -101,6 +106,14 @@ func runtimeNames(rts []Runtime) []string {
 	return names
 }
 
+// Flags are the global flags the runtime is run with.
+func (rt Runtime) Flags() []string {
+	if rt.RunscPlatform == "" {
+		return rt.Args
+	}
+	return append(ocirun.RunscFlags(rt.RunscPlatform), rt.Args...)
+}
+
 // binaryPath finds the runtime's executable, or says why it cannot.
 func (rt Runtime) binaryPath(binDir string) (string, error) {
 	if rt.Kind == KindNative {
@@ -117,19 +130,6 @@ func (rt Runtime) binaryPath(binDir string) (string, error) {
 	if len(unknown) > 0 {
 		return "", fmt.Errorf("binary %q uses %s; only $BIN is known", rt.Binary, strings.Join(unknown, ", "))
 	}
-	if !strings.Contains(name, "/") {
-		path, err := exec.LookPath(name)
-		if err != nil {
-			return "", fmt.Errorf("%s not found in $PATH", name)
-		}
-		return path, nil
-	}
-	path, err := filepath.Abs(name)
-	if err != nil {
-		return "", err
-	}
-	if info, err := os.Stat(path); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("%s not found or not executable", displayPath(path))
-	}
-	return path, nil
+	// Shortened, so that an error names bin/runsc as the report does.
+	return ocirun.LookPath(displayPath(name))
 }

@@ -3,8 +3,11 @@ package bench
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
 func TestDefaultRuntimes(t *testing.T) {
@@ -27,10 +30,33 @@ func TestParseRuntimesRejects(t *testing.T) {
 		`[{"name": "a", "kind": "oci"}]`,
 		`[{"kind": "native"}]`,
 		`[{"name": "a", "kind": "native", "platform": "kvm"}]`,
+		`[{"name": "a", "kind": "native", "runsc_platform": "systrap"}]`,
 	} {
 		if _, err := ParseRuntimes([]byte(bad)); err == nil {
 			t.Errorf("ParseRuntimes(%s) accepted it", bad)
 		}
+	}
+}
+
+// TestEveryRunscGetsRunscFlags: no entry of runtimes.json runs runsc
+// without the flags ocirun defines for it (the host's network above all).
+func TestEveryRunscGetsRunscFlags(t *testing.T) {
+	rts, err := DefaultRuntimes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range rts {
+		if filepath.Base(rt.Binary) != "runsc" {
+			continue
+		}
+		want := ocirun.RunscFlags(rt.RunscPlatform)
+		if rt.RunscPlatform == "" || !slices.Equal(rt.Flags()[:min(len(want), len(rt.Flags()))], want) {
+			t.Errorf("%s runs %s with flags %q, want runsc_platform set and %q first", rt.Name, rt.Binary, rt.Flags(), want)
+		}
+	}
+	moat := Runtime{Args: []string{"--platform=systrap"}}
+	if got := moat.Flags(); !slices.Equal(got, moat.Args) {
+		t.Errorf("a runtime without runsc_platform gets %q, want its args alone", got)
 	}
 }
 

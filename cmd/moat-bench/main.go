@@ -190,7 +190,7 @@ func write(rep *bench.Report, o options) error {
 func list(cfg bench.Config) {
 	fmt.Println("runtimes:")
 	for _, rt := range cfg.Runtimes {
-		line := fmt.Sprintf("  %-12s %-6s %s %s", rt.Name, rt.Kind, rt.Binary, strings.Join(rt.Args, " "))
+		line := fmt.Sprintf("  %-12s %-6s %s %s", rt.Name, rt.Kind, rt.Binary, strings.Join(rt.Flags(), " "))
 		if rt.Skip != "" {
 			line += " (skipped by default: " + rt.Skip + ")"
 		}

@@ -102,7 +102,7 @@ func (r Root) Sweep() error {
 		if entries, rerr := os.ReadDir(r.Dir); rerr == nil && len(entries) == 0 {
 			return nil
 		}
-		return fmt.Errorf("finding the containers left behind: %w", err)
+		return fmt.Errorf("finding the containers %s left behind: %w", r.Name, err)
 	}
 	if len(ids) == 0 {
 		return nil
