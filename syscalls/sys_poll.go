@@ -34,8 +34,10 @@ func readiness(f *vfs.File, mask waiter.EventMask) waiter.EventMask {
 
 // pollFiles is the heart of poll, select and their variants: it fills in
 // revents until one is non-zero, the deadline passes (zero: at once; nil
-// never) or a signal interrupts.
-func pollFiles(t *kernel.Task, fds []pollFD, deadline *time.Time) (int, error) {
+// never) or a signal interrupts. always are the events reported whether
+// asked for or not: POLLERR and POLLHUP for poll, none for select, whose
+// sets say exactly what they wait for.
+func pollFiles(t *kernel.Task, fds []pollFD, deadline *time.Time, always waiter.EventMask) (int, error) {
 	files := make([]*vfs.File, len(fds))
 	defer func() {
 		for _, f := range files {
@@ -69,7 +71,7 @@ func pollFiles(t *kernel.Task, fds []pollFD, deadline *time.Time) (int, error) {
 			case files[i] == nil:
 				fds[i].Revents = int16(waiter.EventNVal)
 			default:
-				mask := waiter.EventMask(uint16(fds[i].Events)) | waiter.EventErr | waiter.EventHUp
+				mask := waiter.EventMask(uint16(fds[i].Events)) | always
 				fds[i].Revents = int16(readiness(files[i], mask) & mask)
 			}
 			if fds[i].Revents != 0 {
@@ -85,7 +87,7 @@ func pollFiles(t *kernel.Task, fds []pollFD, deadline *time.Time) (int, error) {
 					continue
 				}
 				if w, ok := f.Impl().(waiter.Waitable); ok {
-					e := &waiter.Entry{Mask: waiter.EventMask(uint16(fds[i].Events)) | waiter.EventErr | waiter.EventHUp,
+					e := &waiter.Entry{Mask: waiter.EventMask(uint16(fds[i].Events)) | always,
 						Callback: func(waiter.EventMask) {
 							select {
 							case ch <- struct{}{}:
@@ -140,15 +142,33 @@ func Ppoll(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return n, writeBackTimespec(t, a.Ptr(2), deadline, err)
 }
 
-// writeBackTimespec stores the time left in a ppoll or pselect6 timeout,
-// as Linux does (the C library hides it from callers that do not want it).
+// writeBackTimespec stores the time left in a ppoll or pselect6 timeout.
 func writeBackTimespec(t *kernel.Task, addr uintptr, deadline *time.Time, err error) error {
-	if addr == 0 || deadline == nil || (err != nil && err != kernel.ERESTARTNOHAND) {
+	return writeBackTimeout(t, addr, deadline, err, false)
+}
+
+// writeBackTimeout stores the time left in a select (a timeval), pselect6
+// or ppoll timeout (a timespec) whatever the call's result, errors
+// included, as Linux's poll_select_finish does (the C library hides it
+// from callers that do not want it), microseconds cut, not rounded. A
+// timeout the guest cannot write is left as it is: the call's result
+// stands, but a call to restart becomes EINTR, since its restart would
+// wait the whole timeout again.
+func writeBackTimeout(t *kernel.Task, addr uintptr, deadline *time.Time, err error, timeval bool) error {
+	if addr == 0 || deadline == nil {
 		return err
 	}
-	left := unix.NsecToTimespec(int64(max(time.Until(*deadline), 0)))
-	if cerr := copyOutStruct(t, addr, &left); cerr != nil && err == nil {
-		return cerr
+	left := int64(max(time.Until(*deadline), 0))
+	var cerr error
+	if timeval {
+		tv := unix.Timeval{Sec: left / 1e9, Usec: left % 1e9 / 1e3}
+		cerr = copyOutStruct(t, addr, &tv)
+	} else {
+		ts := unix.NsecToTimespec(left)
+		cerr = copyOutStruct(t, addr, &ts)
+	}
+	if cerr != nil && err == kernel.ERESTARTNOHAND {
+		return unix.EINTR
 	}
 	return err
 }
@@ -163,7 +183,7 @@ func doPoll(t *kernel.Task, addr uintptr, nfds uint64, deadline *time.Time) (uin
 			return 0, err
 		}
 	}
-	n, err := pollFiles(t, fds, deadline)
+	n, err := pollFiles(t, fds, deadline, waiter.EventErr|waiter.EventHUp)
 	if err != nil {
 		return 0, err
 	}
@@ -233,11 +253,7 @@ func Select(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		deadline = &d
 	}
 	n, err := doSelect(t, a, deadline)
-	if tvAddr != 0 && err == nil {
-		left := unix.NsecToTimeval(int64(max(time.Until(*deadline), 0)))
-		copyOutStruct(t, tvAddr, &left)
-	}
-	return n, err
+	return n, writeBackTimeout(t, tvAddr, deadline, err, true)
 }
 
 // Pselect6 implements Linux syscall pselect6(2).
@@ -263,10 +279,13 @@ func Pselect6(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // doSelect runs select on the fd_sets at a[1], a[2], a[3] for a[0] fds.
 func doSelect(t *kernel.Task, a *arch.SyscallArgs, deadline *time.Time) (uintptr, error) {
+	// nfds is bounded by the fd table, not by RLIMIT_NOFILE: bits for fds
+	// past the table are neither looked at nor cleared, as on Linux.
 	nfds := int(a.Int(0))
-	if nfds < 0 || uint64(nfds) > nofile(t) {
+	if nfds < 0 {
 		return 0, unix.EINVAL
 	}
+	nfds = min(nfds, t.FDs().Capacity())
 	words := (nfds + 63) / 64
 	sets := [3][]uint64{}
 	for i := range sets {
@@ -297,7 +316,7 @@ func doSelect(t *kernel.Task, a *arch.SyscallArgs, deadline *time.Time) (uintptr
 			fds = append(fds, pollFD{FD: int32(fd), Events: int16(ev)})
 		}
 	}
-	if _, err := pollFiles(t, fds, deadline); err != nil {
+	if _, err := pollFiles(t, fds, deadline, 0); err != nil {
 		return 0, err
 	}
 	for i := range sets {

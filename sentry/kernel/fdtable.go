@@ -125,6 +125,20 @@ func (t *FDTable) setLocked(fd int32, f *vfs.File, cloexec bool) {
 	t.files[fd] = fdEntry{file: f, cloexec: cloexec}
 }
 
+// Capacity is how many fds the table holds without growing, as Linux's
+// max_fds: 64 (BITS_PER_LONG) at first, a power of two above the highest
+// fd ever installed after. select(2) looks at no fd beyond it.
+func (t *FDTable) Capacity() int {
+	t.mu.Lock()
+	n := len(t.files)
+	t.mu.Unlock()
+	c := 64
+	for c < n {
+		c *= 2
+	}
+	return c
+}
+
 // Remove takes f out of the table and returns it (with the table's
 // reference, which the caller drops).
 func (t *FDTable) Remove(fd int32) (*vfs.File, error) {
