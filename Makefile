@@ -61,9 +61,10 @@ demo: deps build
 # conformance runs the suite natively and in RUNTIME (moat, runc, runsc or a
 # path), writes docs/conformance-RUNTIME.{txt,json}, and regenerates
 # docs/conformance.md from the reports. runsc is current
-# gVisor on its systrap platform, built by bench-deps.
+# gVisor on its default platform, systrap, built by bench-deps; its flags
+# are internal/ocirun's.
 RUNTIME ?= moat
-CONFORMANCE_FLAGS_runsc := --runsc $(abspath $(BIN))/runsc --runtime-flag=--platform=systrap --runtime-flag=--network=none
+CONFORMANCE_FLAGS_runsc := --runsc $(abspath $(BIN))/runsc
 conformance: deps build $(if $(filter runsc,$(RUNTIME)),bench-deps)
 	@mkdir -p docs
 	$(BIN)/moat-conformance --runtime $(if $(filter moat,$(RUNTIME)),$(abspath $(BIN)/moat),$(RUNTIME)) \
