@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +8,8 @@ import (
 	"path/filepath"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
 // Hostname is the hostname the container config sets; programs receive it
@@ -16,7 +17,8 @@ import (
 const Hostname = "moat-conformance"
 
 // bundle is the one OCI bundle every container run shares. Runs are
-// sequential, so config.json is rewritten with each run's arguments.
+// sequential, so config.json is rewritten with each run's arguments
+// (ocirun.WriteSpec).
 type bundle struct {
 	dir    string
 	rootfs string
@@ -26,7 +28,7 @@ type bundle struct {
 // program binaries from binDir under /conformance/bin and, if busybox is not
 // empty, busybox as /bin/busybox.
 func newBundle(dir, binDir string, progs []Program, busybox string) (*bundle, error) {
-	b := &bundle{dir: dir, rootfs: filepath.Join(dir, "rootfs")}
+	b := &bundle{dir: dir, rootfs: filepath.Join(dir, ocirun.Rootfs)}
 	if err := os.MkdirAll(b.rootfs, 0o755); err != nil {
 		return nil, err
 	}
@@ -51,58 +53,25 @@ func (b *bundle) binaryPath(p Program) string {
 	return filepath.Join(b.rootfs, "conformance/bin", p.binaryName())
 }
 
-// writeConfig points the bundle's config.json at a new command line.
-func (b *bundle) writeConfig(args []string) error {
-	data, err := json.MarshalIndent(containerSpec(args), "", "\t")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(b.dir, "config.json.tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(b.dir, "config.json"))
-}
-
 // containerSpec is the container config: as little as a runtime needs, so
 // that the suite measures system calls and not configuration support.
 func containerSpec(args []string) *specs.Spec {
-	return &specs.Spec{
-		Version: specs.Version,
-		Process: &specs.Process{
-			User: specs.User{UID: 0, GID: 0},
-			Args: args,
-			// HOME is set explicitly because runc adds it when it is
-			// missing and other runtimes need not: the environment is
-			// then the config's alone, and busybox env can be compared.
-			Env:             []string{"PATH=/bin", "HOME=/"},
-			Cwd:             "/",
-			NoNewPrivileges: true,
-		},
-		Root:     &specs.Root{Path: "rootfs", Readonly: true},
-		Hostname: Hostname,
-		Mounts: []specs.Mount{
-			// runc needs /proc to close inherited descriptors. /dev
-			// is a tmpfs so that the runtime can create the devices
-			// the OCI spec requires without writing into the image.
-			{Destination: "/proc", Type: "proc", Source: "proc"},
-			{Destination: "/dev", Type: "tmpfs", Source: "tmpfs",
-				Options: []string{"nosuid", "noexec", "mode=755", "size=1m"}},
-			// A writable /tmp, as container engines give, for the
-			// programs that create files.
-			{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs",
-				Options: []string{"nosuid", "nodev", "mode=1777", "size=65536k"}},
-		},
-		Linux: &specs.Linux{
-			Namespaces: []specs.LinuxNamespace{
-				{Type: specs.PIDNamespace},
-				{Type: specs.MountNamespace},
-				{Type: specs.IPCNamespace},
-				{Type: specs.UTSNamespace},
-				{Type: specs.NetworkNamespace},
-			},
-		},
+	// HOME is set explicitly because runc adds it when it is missing and
+	// other runtimes need not: the environment is then the config's alone,
+	// and busybox env can be compared.
+	spec := ocirun.Spec(args, []string{"PATH=/bin", "HOME=/"}, Hostname)
+	spec.Process.NoNewPrivileges = true
+	spec.Mounts = []specs.Mount{
+		// runc needs /proc to close inherited descriptors. /dev is a tmpfs
+		// so that the runtime can create the devices the OCI spec requires
+		// without writing into the image.
+		ocirun.Proc(),
+		ocirun.Tmpfs("/dev", "nosuid", "noexec", "mode=755", "size=1m"),
+		// A writable /tmp, as container engines give, for the programs
+		// that create files.
+		ocirun.Tmpfs("/tmp", "nosuid", "nodev", "mode=1777", "size=65536k"),
 	}
+	return spec
 }
 
 // copyFile copies an executable, mode 0755 whatever the umask.

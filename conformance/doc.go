@@ -9,7 +9,8 @@
 // the runtime and a reference runtime. A program that fails natively is the
 // suite's own bug and is reported as BROKEN.
 //
-// The package drives runtimes only through their command line and must never
+// The package drives runtimes only through their command line (with
+// internal/ocirun, as bench and the integration tests do) and must never
 // leave anything behind: every container it starts is killed and deleted,
 // and its bundle and state root are removed, also when the caller's context
 // is cancelled midway.

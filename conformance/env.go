@@ -2,13 +2,14 @@ package conformance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"time"
+
+	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
 // Options configure Prepare.
@@ -34,9 +35,6 @@ const (
 	DefaultBusybox = "/usr/bin/busybox"
 	DefaultTimeout = 20 * time.Second
 )
-
-// cleanupTimeout bounds each runtime command that cleans up after a run.
-const cleanupTimeout = 10 * time.Second
 
 // Env is a prepared suite: the programs built, one bundle laid out and a
 // state root for runtimes. Its methods run one program or container at a
@@ -115,7 +113,7 @@ func (e *Env) prepare(ctx context.Context, opts Options) error {
 // Close removes the bundle, the state root and the temporary build
 // directory, after detaching whatever a runtime left mounted there.
 func (e *Env) Close() error {
-	return errors.Join(unmountUnder(e.tmp), os.RemoveAll(e.tmp))
+	return ocirun.RemoveAll(e.tmp)
 }
 
 func (e *Env) selected(name string) bool {
@@ -128,29 +126,27 @@ func (e *Env) runNative(ctx context.Context, p Program) Outcome {
 	cmd := exec.Command(e.bundle.binaryPath(p), "--native", Hostname)
 	cmd.Dir = e.bundle.rootfs
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	return runProcess(ctx, cmd, e.timeout, nil)
+	return runCaptured(func(stdio ocirun.Stdio) ocirun.Exit {
+		return ocirun.Run(ctx, cmd, stdio, ocirun.Limits{Timeout: e.timeout})
+	})
 }
 
 // runContainer runs args in a new container of rt, then deletes it: a
 // runtime removes a container that ran to the end by itself, but not one
-// that it failed to start or that was killed.
+// that it failed to start or that was killed. When the timeout passes or
+// ctx ends, the runtime is asked to kill the container, and its process
+// group is killed killGrace later if it has not exited by then.
 func (e *Env) runContainer(ctx context.Context, rt *Runtime, args []string) Outcome {
 	e.seq++
 	id := fmt.Sprintf("moat-conformance-%d-%d", os.Getpid(), e.seq)
-	if err := e.bundle.writeConfig(args); err != nil {
+	if err := ocirun.WriteSpec(e.bundle.dir, containerSpec(args)); err != nil {
 		return Outcome{ExitCode: -1, Error: err.Error()}
 	}
-	cmd := rt.command(e.state, "run", "--bundle", e.bundle.dir, id)
-	o := runProcess(ctx, cmd, e.timeout, func() {
-		e.runtimeCommand(rt, "kill", id, "KILL")
+	r := rt.At(e.state)
+	o := runCaptured(func(stdio ocirun.Stdio) ocirun.Exit {
+		return r.Run(ctx, e.bundle.dir, id, stdio, ocirun.Limits{Timeout: e.timeout, Grace: killGrace})
 	})
-	e.runtimeCommand(rt, "delete", "--force", id)
+	// Its error is expected: a container that ran to its end is gone.
+	r.Delete(id)
 	return o
-}
-
-// runtimeCommand runs a cleanup subcommand of rt. Its errors are ignored:
-// deleting a container that is already gone fails, and that is the point.
-// It runs to completion even when the suite is being interrupted.
-func (e *Env) runtimeCommand(rt *Runtime, args ...string) {
-	runProcess(context.Background(), rt.command(e.state, args...), cleanupTimeout, nil)
 }

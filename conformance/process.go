@@ -1,21 +1,20 @@
 package conformance
 
 import (
-	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
 const (
 	// outputLimit caps what is kept of a run's stdout and of its stderr,
 	// so that a runaway program cannot exhaust the runner's memory.
 	outputLimit = 64 << 10
-	// killGrace is how long a process that was asked to stop (a runtime
-	// told to kill its container) gets before its process group is
-	// killed, and how long its output pipes may stay open after it exits.
+	// killGrace is how long a runtime told to kill its container gets
+	// before its process group is killed.
 	killGrace = 3 * time.Second
 )
 
@@ -68,62 +67,26 @@ func firstLine(s string) string {
 	return ""
 }
 
-// runProcess runs cmd in a process group of its own, so that a Ctrl-C at
-// the terminal reaches the runner alone and the runner decides how the
-// child ends. When the timeout passes or ctx is cancelled, stop is called
-// to ask the process to end (nil: no asking); whatever still runs
-// killGrace later is killed with its whole process group.
-func runProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration, stop func()) Outcome {
+// runCaptured runs a process through run, which gives it stdio, keeping up
+// to outputLimit of its stdout and of its stderr, and says how it ended.
+func runCaptured(run func(ocirun.Stdio) ocirun.Exit) Outcome {
 	stdout := &limitedBuffer{limit: outputLimit}
 	stderr := &limitedBuffer{limit: outputLimit}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// A container's processes may hold the output pipes open after the
-	// runtime process itself is gone.
-	cmd.WaitDelay = killGrace
-
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return Outcome{ExitCode: -1, Error: err.Error()}
+	x := run(ocirun.Stdio{Stdout: stdout, Stderr: stderr})
+	if x.StartErr != nil {
+		return Outcome{ExitCode: -1, Error: x.StartErr.Error()}
 	}
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(done)
-	}()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-
-	var o Outcome
-	select {
-	case <-done:
-	case <-timer.C:
-		o.TimedOut = true
-		stopProcess(cmd, done, stop)
-	case <-ctx.Done():
-		stopProcess(cmd, done, stop)
+	o := Outcome{
+		ExitCode:   x.Code,
+		TimedOut:   x.TimedOut,
+		DurationMS: float64(x.Took.Microseconds()) / 1000,
+		Stdout:     stdout.String(),
+		Stderr:     stderr.String(),
 	}
-	o.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	o.Stdout, o.Stderr = stdout.String(), stderr.String()
-	o.ExitCode = cmd.ProcessState.ExitCode()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		o.Signal = ws.Signal().String()
+	if x.Signal != 0 {
+		o.Signal = x.Signal.String()
 	}
 	return o
-}
-
-// stopProcess ends a running cmd whose Wait closes done.
-func stopProcess(cmd *exec.Cmd, done <-chan struct{}, stop func()) {
-	if stop != nil {
-		stop()
-		select {
-		case <-done:
-			return
-		case <-time.After(killGrace):
-		}
-	}
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	<-done
 }
 
 // limitedBuffer keeps the first limit bytes written to it and drops the

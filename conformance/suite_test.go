@@ -2,13 +2,14 @@ package conformance
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // testProgram makes a Program from C source written for one test.
@@ -88,16 +89,12 @@ func TestBrokenUnderRuntime(t *testing.T) {
 // running and returns its init's host pid, or 0 if none runs within 10 s.
 // It runs beside RunPrograms, so it reports instead of failing the test.
 func runningContainer(e *Env, rt *Runtime) int {
+	r := rt.At(e.state)
 	for range 500 {
-		out, _ := rt.command(e.state, "list", "--format", "json").Output()
-		var list []struct {
-			Pid    int
-			Status string
-		}
-		json.Unmarshal(out, &list)
-		for _, c := range list {
-			if c.Status == "running" && c.Pid > 0 {
-				return c.Pid
+		ids, _ := r.List()
+		for _, id := range ids {
+			if st, err := r.State(id); err == nil && st.Status == specs.StateRunning && st.Pid > 0 {
+				return st.Pid
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -112,9 +109,8 @@ func expectNothingLeft(t *testing.T, e *Env, rt *Runtime, pid int) {
 	if pid == 0 {
 		t.Fatal("the container was never seen running")
 	}
-	out, err := rt.command(e.state, "list", "--quiet").CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "" {
-		t.Errorf("runtime still lists containers: %q (%v)", out, err)
+	if ids, err := rt.At(e.state).List(); err != nil || len(ids) > 0 {
+		t.Errorf("runtime still lists containers: %q (%v)", ids, err)
 	}
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("container process %d still exists (kill 0: %v)", pid, err)
