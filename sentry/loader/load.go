@@ -67,20 +67,17 @@ func Load(m *mm.MemoryManager, f File, name string, open Opener) (Image, error) 
 	return img, nil
 }
 
-// phdrAddr finds the program headers in memory: PT_PHDR says where, else
-// the PT_LOAD segment that covers them in the file.
+// phdrAddr finds the program headers in memory (AT_PHDR) as Linux does:
+// in the last PT_LOAD segment that holds e_phoff in the file (PT_PHDR is
+// not read), or at the load bias if none does.
 func phdrAddr(info *elfInfo, base uintptr) uintptr {
-	for _, ph := range info.phdrs {
-		if ph.typ == ptPhdr {
-			return base + uintptr(ph.vaddr)
-		}
-	}
+	addr := base
 	for _, ph := range info.phdrs {
 		if ph.typ == ptLoad && ph.off <= info.phoff && info.phoff < ph.off+ph.filesz {
-			return base + uintptr(ph.vaddr+info.phoff-ph.off)
+			addr = base + uintptr(ph.vaddr+info.phoff-ph.off)
 		}
 	}
-	return 0
+	return addr
 }
 
 // mapSegments maps every PT_LOAD segment and returns the load bias and the
