@@ -97,9 +97,14 @@ func mapSegments(m *mm.MemoryManager, f File, info *elfInfo, dynHint uintptr, na
 	span := uintptr(hi - lo)
 	var bias uintptr
 	if info.typ == etDyn {
-		// Reserve the whole span, so the segments keep their distances.
+		// Find room for the whole span, so the segments keep their
+		// distances; the gaps between them stay unmapped, as Linux
+		// leaves them.
 		addr, err := m.MMap(mm.MMapOpts{Addr: dynHint, Length: span})
 		if err != nil {
+			return 0, 0, err
+		}
+		if err := m.Munmap(addr, span); err != nil {
 			return 0, 0, err
 		}
 		bias = addr - uintptr(lo)
