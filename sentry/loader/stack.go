@@ -51,7 +51,7 @@ type StackArgs struct {
 // Linux's limits on what execve copies.
 const (
 	MaxArgStrlen = 32 * pageSize // one argument or environment string
-	MaxArgTotal  = 1 << 21       // all of them: a quarter of an 8 MiB stack
+	MaxArgTotal  = 1 << 21       // all of them and their pointers: a quarter of an 8 MiB stack
 )
 
 // StackSize is how far below its top a program's stack may reach before it
@@ -74,7 +74,9 @@ func SetupStack(m *mm.MemoryManager, top uintptr, img Image, a StackArgs) (uintp
 		}
 		total += len(s) + 1
 	}
-	if total > MaxArgTotal {
+	// Linux counts a pointer for each string with the strings: they all
+	// go on the stack (fs/exec.c, bprm_stack_limits).
+	if total+(len(a.Argv)+len(a.Envv))*8 > MaxArgTotal {
 		return 0, unix.E2BIG
 	}
 	size := (uintptr(total+(len(a.Argv)+len(a.Envv)+64)*8+pageSize-1) &^ (pageSize - 1)) + stackInitial
