@@ -30,11 +30,40 @@ func dynBase(max uintptr) uintptr    { return (max / 3 * 2) &^ (1<<21 - 1) }
 func interpBase(max uintptr) uintptr { return (max / 8 * 7) &^ (1<<21 - 1) }
 
 // Load maps the executable f, and its interpreter if it names one, into m.
+// Every check comes before the first mapping: Linux's own come before it
+// commits to the exec where they can, in this order.
 func Load(m *mm.MemoryManager, f File, name string, open Opener) (Image, error) {
 	info, err := parseELF(f)
 	if err != nil {
 		return Image{}, err
 	}
+	var (
+		ifile File
+		iinfo *elfInfo
+	)
+	if info.hasInterp {
+		if open == nil {
+			return Image{}, unix.ENOEXEC
+		}
+		if ifile, err = open(info.interp); err != nil {
+			return Image{}, err
+		}
+		// An interpreter that is no ELF file for this machine is a bad
+		// library; its type, its segments and its own PT_INTERP Linux
+		// reads only later, or not at all.
+		if iinfo, err = readELF(ifile, false); err == unix.ENOEXEC {
+			return Image{}, unix.ELIBBAD
+		} else if err != nil {
+			return Image{}, err
+		}
+	}
+	if err := checkLoads(info); err != nil {
+		return Image{}, err
+	}
+	if iinfo != nil && (iinfo.typ != etExec && iinfo.typ != etDyn || checkLoads(iinfo) != nil) {
+		return Image{}, unix.ELIBBAD
+	}
+
 	base, end, err := mapSegments(m, f, info, dynBase(m.MaxAddr()), name)
 	if err != nil {
 		return Image{}, err
@@ -42,21 +71,8 @@ func Load(m *mm.MemoryManager, f File, name string, open Opener) (Image, error) 
 	img := Image{Entry: base + uintptr(info.entry), ExecEntry: base + uintptr(info.entry), ExecBase: base, Phnum: uintptr(len(info.phdrs))}
 	img.Phdr = phdrAddr(info, base)
 	img.BrkStart = end
-	if info.interp != "" {
-		if open == nil {
-			return Image{}, unix.ENOEXEC
-		}
-		ifile, err := open(info.interp)
-		if err != nil {
-			return Image{}, err
-		}
-		iinfo, err := parseELF(ifile)
-		if err != nil {
-			return Image{}, unix.ELIBBAD
-		}
-		if iinfo.interp != "" || iinfo.typ != etDyn {
-			return Image{}, unix.ELIBBAD
-		}
+	if iinfo != nil {
+		// An ET_EXEC interpreter goes where it is linked, with a base of 0.
 		ibase, _, err := mapSegments(m, ifile, iinfo, interpBase(m.MaxAddr()), info.interp)
 		if err != nil {
 			return Image{}, err
