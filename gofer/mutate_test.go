@@ -361,3 +361,33 @@ func TestChangesStayInsideWhileNamesAreSwapped(t *testing.T) {
 		t.Fatalf("the outside directory changed: %v", names)
 	}
 }
+
+func TestAFileCanBeTheRoot(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "hosts")
+	must(t, os.WriteFile(file, []byte("127.0.0.1 localhost\n"), 0o644))
+	must(t, os.Symlink("hosts", filepath.Join(dir, "via-link")))
+	c := serveTree(t, filepath.Join(dir, "via-link"), false)
+	a, err := c.Stat(RootNode)
+	must(t, err)
+	if a.Mode&unix.S_IFMT != unix.S_IFREG {
+		t.Fatalf("root mode %o, want a regular file", a.Mode)
+	}
+	fd, err := c.Open(RootNode, unix.O_RDWR|unix.O_TRUNC)
+	must(t, err)
+	unix.Write(fd, []byte("::1 localhost\n"))
+	unix.Close(fd)
+	if got, _ := os.ReadFile(file); string(got) != "::1 localhost\n" {
+		t.Errorf("file root after a write: %q", got)
+	}
+	_, _, err = c.Walk(RootNode, "x")
+	wantErrno(t, "walk in a file root", err, unix.ENOTDIR)
+	_, _, _, err = c.Create(RootNode, "x", 0o644, 0, 0)
+	wantErrno(t, "create in a file root", err, unix.ENOTDIR)
+
+	// A file swapped in for it by the host is not reopened.
+	must(t, os.Rename(file, file+".old"))
+	must(t, os.WriteFile(file, []byte("other"), 0o644))
+	_, err = c.Open(RootNode, unix.O_RDONLY)
+	wantErrno(t, "open of a replaced file root", err, unix.ESTALE)
+}

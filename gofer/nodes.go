@@ -19,6 +19,9 @@ type node struct {
 	dev, ino uint64
 	mode     uint32
 	refs     int
+	// path is the host path of a root that is a single file, which has
+	// no directory here to be reopened through. The caller trusts it.
+	path string
 }
 
 func (s *session) lookup(id NodeID) (*node, error) {

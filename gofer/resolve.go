@@ -7,7 +7,8 @@ import (
 )
 
 // This file is the containment boundary: every host lookup the gofer makes
-// goes through walkAt or reopen, and nothing else names a host path.
+// goes through walkAt or reopen, and nothing else names a host path but
+// the root's own, which the caller gives (from the trusted OCI bundle).
 
 // resolveFlags confine each lookup to beneath the directory fd it starts
 // from, and refuse every symlink and magic link (/proc/<pid>/{root,cwd,fd/N}
@@ -69,7 +70,13 @@ func reopen(n *node, flags int) (int, error) {
 	if name == "" {
 		return -1, unix.ESTALE
 	}
-	fd, err := openat2(dirfd, name, flags|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	var fd int
+	var err error
+	if n.path != "" {
+		fd, err = unix.Open(n.path, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	} else {
+		fd, err = openat2(dirfd, name, flags|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	}
 	if err != nil {
 		return -1, err
 	}

@@ -3,12 +3,13 @@ package gofer
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
 
 // Serve answers requests on fd, a SOCK_SEQPACKET socket, for the tree at
-// rootPath, until the peer closes its end (or sends an empty message, which
+// rootPath (a directory, or a single file), until the peer closes its end (or sends an empty message, which
 // a seqpacket socket cannot tell apart from that). With readonly, every
 // open for writing answers EROFS.
 //
@@ -39,7 +40,7 @@ type session struct {
 }
 
 func newSession(rootPath string, readonly bool) (*session, error) {
-	fd, err := unix.Open(rootPath, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(rootPath, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("gofer: open root %q: %w", rootPath, err)
 	}
@@ -49,6 +50,14 @@ func newSession(rootPath string, readonly bool) (*session, error) {
 		return nil, fmt.Errorf("gofer: stat root %q: %w", rootPath, err)
 	}
 	root := &node{fd: fd, name: ".", dev: st.Dev, ino: st.Ino, mode: st.Mode, refs: 1}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		// A single file (a bind mount of one): it is reopened by its
+		// host path, resolved once, now.
+		if root.path, err = filepath.EvalSymlinks(rootPath); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("gofer: resolve root %q: %w", rootPath, err)
+		}
+	}
 	return &session{
 		readonly: readonly,
 		nodes:    map[NodeID]*node{RootNode: root},

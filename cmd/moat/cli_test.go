@@ -216,11 +216,14 @@ func TestParseSignal(t *testing.T) {
 }
 
 func TestGoferArgs(t *testing.T) {
-	if root, ro, err := parseGoferArgs([]string{"--rootfs", "/r", "--readonly"}); err != nil || root != "/r" || !ro {
-		t.Errorf("parseGoferArgs = %q, %v, %v", root, ro, err)
+	a, err := parseGoferArgs([]string{"--rootfs", "/r", "--readonly", "--bind", "ro:/data", "--bind", "rw:/etc/hosts"})
+	want := []goferTree{{"/data", true}, {"/etc/hosts", false}}
+	if err != nil || a.rootfs != "/r" || !a.readonly || len(a.binds) != 2 || a.binds[0] != want[0] || a.binds[1] != want[1] {
+		t.Errorf("parseGoferArgs = %+v, %v", a, err)
 	}
-	for _, args := range [][]string{{}, {"--rootfs", "rel"}, {"--rootfs", "/r", "extra"}, {"--bogus"}} {
-		if _, _, err := parseGoferArgs(args); err == nil {
+	for _, args := range [][]string{{}, {"--rootfs", "rel"}, {"--rootfs", "/r", "extra"}, {"--bogus"},
+		{"--rootfs", "/r", "--bind", "/data"}, {"--rootfs", "/r", "--bind", "rx:/data"}, {"--rootfs", "/r", "--bind", "ro:data"}} {
+		if _, err := parseGoferArgs(args); err == nil {
 			t.Errorf("parseGoferArgs(%q) accepted", args)
 		}
 	}

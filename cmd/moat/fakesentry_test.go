@@ -26,12 +26,12 @@ import (
 // that outlives its sentry.
 func fakeGofer(args []string) int {
 	report := "ok"
-	if rootfs, _, err := parseGoferArgs(args); err != nil {
+	if a, err := parseGoferArgs(args); err != nil {
 		report = "gofer arguments: " + err.Error()
 	} else if problem := goferContractProblem(); problem != "" {
 		report = problem
 	} else {
-		fmt.Fprintf(os.Stderr, "fake gofer serves %s\n", rootfs)
+		fmt.Fprintf(os.Stderr, "fake gofer serves %s\n", a.rootfs)
 	}
 	unix.Write(control.GoferServeFD, []byte(report))
 	for {

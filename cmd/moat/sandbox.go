@@ -56,12 +56,16 @@ func internalCommand(sub string, args ...string) *exec.Cmd {
 // CLI killed during the hand-over still leaves `moat delete` enough to clean
 // up. On error nothing it started remains.
 func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundle.Bundle, stdio [3]*os.File) (_ *sandbox, err error) {
-	goferEnd, sentryGoferEnd, err := socketPair(unix.SOCK_SEQPACKET)
-	if err != nil {
-		return nil, fmt.Errorf("gofer socket: %w", err)
+	// One gofer socket for the root file system, then one per bind mount.
+	goferEnds := make([]*os.File, 1+len(b.Binds))
+	sentryGoferEnds := make([]*os.File, len(goferEnds))
+	for i := range goferEnds {
+		if goferEnds[i], sentryGoferEnds[i], err = socketPair(unix.SOCK_SEQPACKET); err != nil {
+			return nil, fmt.Errorf("gofer socket: %w", err)
+		}
+		defer goferEnds[i].Close()
+		defer sentryGoferEnds[i].Close()
 	}
-	defer goferEnd.Close()
-	defer sentryGoferEnd.Close()
 	controlListener, err := listenControl(dir)
 	if err != nil {
 		return nil, err
@@ -85,8 +89,21 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	if b.Spec.Root.Readonly {
 		goferArgs = append(goferArgs, "--readonly")
 	}
+	goferFDs := map[int]*os.File{control.GoferServeFD: goferEnds[0]}
+	sentryFDs := map[int]*os.File{
+		control.BootGoferFD:   sentryGoferEnds[0],
+		control.BootControlFD: controlListener,
+		control.BootSetupFD:   sentrySetupEnd,
+	}
+	var bindIndexes []int
+	for i, m := range b.Binds {
+		goferArgs = append(goferArgs, "--bind", bindArg(m))
+		goferFDs[control.GoferBindFD0+i] = goferEnds[1+i]
+		sentryFDs[control.BootBindFD0+i] = sentryGoferEnds[1+i]
+		bindIndexes = append(bindIndexes, m.Index)
+	}
 	sb.gofer = internalCommand("gofer", goferArgs...)
-	sb.gofer.ExtraFiles = childFDs(map[int]*os.File{control.GoferServeFD: goferEnd})
+	sb.gofer.ExtraFiles = childFDs(goferFDs)
 	if g.log.file != nil {
 		sb.gofer.Stderr = g.log.file
 	}
@@ -98,11 +115,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 
 	sb.sentry = internalCommand("boot")
 	sb.sentry.Stdin, sb.sentry.Stdout, sb.sentry.Stderr = stdio[0], stdio[1], stdio[2]
-	sb.sentry.ExtraFiles = childFDs(map[int]*os.File{
-		control.BootGoferFD:   sentryGoferEnd,
-		control.BootControlFD: controlListener,
-		control.BootSetupFD:   sentrySetupEnd,
-	})
+	sb.sentry.ExtraFiles = childFDs(sentryFDs)
 	sb.sentry.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := sb.sentry.Start(); err != nil {
 		return nil, fmt.Errorf("start sentry: %w", err)
@@ -110,7 +123,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	// The children hold their ends now. The CLI's copies must go at once:
 	// while it holds the sentry's end of the setup socket, a sentry that
 	// dies would never be noticed. (The deferred Closes then do nothing.)
-	for _, f := range []*os.File{goferEnd, sentryGoferEnd, controlListener, sentrySetupEnd} {
+	for _, f := range append(append([]*os.File{controlListener, sentrySetupEnd}, goferEnds...), sentryGoferEnds...) {
 		f.Close()
 	}
 	g.log.debugf("container %s: gofer pid %d, sentry pid %d", c.ID, sb.gofer.Process.Pid, sb.sentry.Process.Pid)
@@ -133,6 +146,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		LogPath:   g.log.path,
 		LogFormat: g.logFormat,
 		Debug:     g.debug,
+		Binds:     bindIndexes,
 	}
 	if err := handshake(cliSetupEnd, setup); err != nil {
 		if errors.Is(err, errSentryQuit) {

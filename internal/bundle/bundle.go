@@ -28,6 +28,8 @@ type Bundle struct {
 	Dir    string      // absolute bundle directory
 	Spec   *specs.Spec // parsed config.json
 	Rootfs string      // absolute root filesystem directory
+	// Binds are the spec's bind mounts, in its order.
+	Binds []BindMount
 }
 
 // Error is one problem with a bundle. Field is the config.json field at
@@ -89,7 +91,11 @@ func Load(dir string) (*Bundle, error) {
 	if err := validate(&spec, abs); err != nil {
 		return nil, err
 	}
-	return &Bundle{Dir: abs, Spec: &spec, Rootfs: rootfsPath(abs, spec.Root.Path)}, nil
+	binds, err := bindMounts(&spec, abs)
+	if err != nil {
+		return nil, err
+	}
+	return &Bundle{Dir: abs, Spec: &spec, Rootfs: rootfsPath(abs, spec.Root.Path), Binds: binds}, nil
 }
 
 // rootfsPath resolves root.path, which the runtime spec makes relative to

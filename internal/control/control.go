@@ -23,10 +23,17 @@ const (
 	BootGoferFD   = 3 // SOCK_SEQPACKET to the gofer
 	BootControlFD = 4 // listening unix stream socket at <state dir>/control.sock
 	BootSetupFD   = 5 // unix stream socket: Setup in, one Response out
+	// BootBindFD0 is the gofer socket of the first bind mount in
+	// Setup.Binds, BootBindFD0+1 of the second, and so on.
+	BootBindFD0 = 6
 )
 
-// GoferServeFD is the socket that `moat gofer` serves on.
-const GoferServeFD = 3
+// The sockets that `moat gofer` serves on: the root file system's, then
+// one per bind mount, in the order of its --bind flags.
+const (
+	GoferServeFD = 3
+	GoferBindFD0 = 4
+)
 
 // Setup is what `moat create` hands to the sentry once, over BootSetupFD.
 // The sentry reads no host file: the bundle's config arrives here, parsed.
@@ -37,6 +44,9 @@ type Setup struct {
 	LogPath   string      `json:"logPath,omitempty"` // where the sentry appends its log
 	LogFormat string      `json:"logFormat,omitempty"`
 	Debug     bool        `json:"debug,omitempty"`
+	// Binds are the indexes in Spec.Mounts of the bind mounts, whose gofer
+	// sockets are on BootBindFD0 onwards, in this order.
+	Binds []int `json:"binds,omitempty"`
 }
 
 // Request is one control-socket call.

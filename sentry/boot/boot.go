@@ -52,7 +52,7 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	if err != nil {
 		return nil, err
 	}
-	root, procs, err := buildTree(spec, gofer.NewClient(goferFD), mf, log)
+	root, procs, err := buildTree(spec, setup.Binds, gofer.NewClient(goferFD), mf, log)
 	if err != nil {
 		return nil, err
 	}
@@ -109,10 +109,11 @@ func readAuxv() (hostCPU, error) {
 	return h, nil
 }
 
-// buildTree mounts the gofer's rootfs at /, devfs at /dev, a tmpfs where
-// the config mounts one and procfs where it mounts proc. Other OCI mounts
-// are not supported yet and are logged.
-func buildTree(spec *specsSpec, c *gofer.Client, mf *memfile.File, log func(string, ...any)) (vfs.Path, []procMount, error) {
+// buildTree mounts the gofer's rootfs at /, devfs at /dev, and the
+// config's mounts in its order: bind mounts through their gofer sockets
+// (binds are their indexes in spec.Mounts), tmpfs, and proc once the
+// kernel exists. Other mount types are not supported yet and are logged.
+func buildTree(spec *specsSpec, binds []int, c *gofer.Client, mf *memfile.File, log func(string, ...any)) (vfs.Path, []procMount, error) {
 	var cacheIn *memfile.File
 	if spec.Root.Readonly {
 		cacheIn = mf // a read-only image does not change: its pages can be cached
@@ -130,9 +131,17 @@ func buildTree(spec *specsSpec, c *gofer.Client, mf *memfile.File, log func(stri
 	if err := mountAt(root, "/dev", devfs.New(now), "devtmpfs", unix.MS_NOSUID); err != nil {
 		return vfs.Path{}, nil, err
 	}
+	bindFD := make(map[int]int, len(binds))
+	for j, index := range binds {
+		bindFD[index] = control.BootBindFD0 + j
+	}
 	var procs []procMount
-	for _, m := range spec.Mounts {
-		switch {
+	for i, m := range spec.Mounts {
+		switch fd, isBind := bindFD[i]; {
+		case isBind:
+			if err := mountBind(root, m.Destination, m.Options, gofer.NewClient(fd)); err != nil {
+				return vfs.Path{}, nil, err
+			}
 		case m.Destination == "/dev":
 		case m.Type == "proc":
 			procs = append(procs, procMount{m.Destination})
@@ -145,6 +154,39 @@ func buildTree(spec *specsSpec, c *gofer.Client, mf *memfile.File, log func(stri
 		}
 	}
 	return root, procs, nil
+}
+
+// mountBind mounts the host tree a gofer socket serves at dest, with the
+// OCI mount's flags (ro, nosuid, nodev, noexec). Its pages are not cached:
+// the host may change a bind-mounted tree behind the sandbox.
+func mountBind(root vfs.Path, dest string, options []string, c *gofer.Client) error {
+	d, err := goferfs.New(c, nil)
+	if err != nil {
+		return fmt.Errorf("mounts: bind mount at %s: %w", dest, err)
+	}
+	flags, _ := mountFlags(options)
+	return mountAt(root, dest, d, fsTypeOf(d), flags)
+}
+
+// fsTypeOf names the host file system under a gofer tree, for /proc/mounts,
+// as Linux names a bind mount's by its source's.
+func fsTypeOf(d *vfs.Dentry) string {
+	if s, ok := d.Inode().(vfs.FSStater); ok {
+		if st, err := s.StatFS(); err == nil {
+			if name, ok := fsNames[st.Type]; ok {
+				return name
+			}
+		}
+	}
+	return "9p"
+}
+
+// fsNames are the statfs magic numbers of file systems a bind mount's
+// source is commonly on.
+var fsNames = map[int64]string{
+	unix.EXT4_SUPER_MAGIC: "ext4", unix.TMPFS_MAGIC: "tmpfs", unix.XFS_SUPER_MAGIC: "xfs",
+	unix.BTRFS_SUPER_MAGIC: "btrfs", unix.OVERLAYFS_SUPER_MAGIC: "overlay", unix.NFS_SUPER_MAGIC: "nfs",
+	unix.V9FS_MAGIC: "9p", unix.FUSE_SUPER_MAGIC: "fuse",
 }
 
 // mountTmpfs mounts a new tmpfs at dest with the OCI mount's options.
@@ -195,7 +237,8 @@ func mountFlags(options []string) (int, []string) {
 type procMount struct{ dest string }
 
 // mountAt attaches a file system at dest (an absolute path whose parent
-// exists), making the mount point if the image lacks it.
+// exists), making the mount point if the image lacks it: a directory, or a
+// file for a file system that is one file.
 func mountAt(root vfs.Path, dest string, fsRoot *vfs.Dentry, fsType string, flags int) error {
 	dest = path.Clean(dest)
 	if dest == "/" {
@@ -205,7 +248,7 @@ func mountAt(root vfs.Path, dest string, fsRoot *vfs.Dentry, fsType string, flag
 	if err != nil {
 		return fmt.Errorf("mount %s at %s: %w", fsType, dest, err)
 	}
-	point, err := vfs.MakeMountPoint(parent, path.Base(dest))
+	point, err := vfs.MakeMountPoint(parent, path.Base(dest), fsRoot.IsDir())
 	if err != nil {
 		return fmt.Errorf("mount %s at %s: %w", fsType, dest, err)
 	}

@@ -32,9 +32,14 @@ type Dentry struct {
 	made map[string]*Dentry
 }
 
-// NewRoot returns the root dentry of a file system whose root is inode.
+// NewRoot returns the root dentry of a file system whose root is inode
+// (a directory, or a single file: a bind mount of one).
 func NewRoot(inode Inode) *Dentry {
-	return &Dentry{name: "/", inode: inode, isDir: true}
+	isDir := true
+	if st, err := inode.Stat(); err == nil {
+		isDir = st.Type() == unix.S_IFDIR
+	}
+	return &Dentry{name: "/", inode: inode, isDir: isDir}
 }
 
 // Inode returns the dentry's inode.
@@ -126,10 +131,11 @@ func NewRootMount(root *Dentry, fsType string, flags int) *Mount {
 // Root returns the root path of mount m.
 func (m *Mount) Root() Path { return Path{m, m.root} }
 
-// Attach mounts root (a file system's root dentry) on p, which must be a
-// directory. The newest mount on a dentry hides older ones.
+// Attach mounts root (a file system's root dentry) on p: a directory on a
+// directory, a file on anything else. The newest mount on a dentry hides
+// older ones.
 func Attach(p Path, root *Dentry, fsType string, flags int) (*Mount, error) {
-	if !p.Dentry.isDir {
+	if p.Dentry.isDir != root.isDir {
 		return nil, unix.ENOTDIR
 	}
 	m := &Mount{root: root, parent: p.Mount, point: p.Dentry, Type: fsType, Flags: flags}
@@ -142,9 +148,10 @@ func Attach(p Path, root *Dentry, fsType string, flags int) (*Mount, error) {
 	return m, nil
 }
 
-// MakeMountPoint returns the directory name in p, adding an empty one if
-// the file system has none, so that a file system can be mounted there.
-func MakeMountPoint(p Path, name string) (Path, error) {
+// MakeMountPoint returns name in p, adding an empty directory (or, unless
+// dir, an empty file) if the file system has none, so that a file system
+// can be mounted there.
+func MakeMountPoint(p Path, name string, dir bool) (Path, error) {
 	c, err := p.Dentry.child(name)
 	if err == nil {
 		return crossMounts(Path{p.Mount, c}), nil
@@ -158,7 +165,11 @@ func MakeMountPoint(p Path, name string) (Path, error) {
 	if d.made == nil {
 		d.made = make(map[string]*Dentry)
 	}
-	c = &Dentry{name: name, parent: d, inode: emptyDir{}, isDir: true}
+	var ino Inode = emptyDir{}
+	if !dir {
+		ino = emptyFile{}
+	}
+	c = &Dentry{name: name, parent: d, inode: ino, isDir: dir}
 	d.made[name] = c
 	return Path{p.Mount, c}, nil
 }
@@ -168,8 +179,12 @@ func (d *Dentry) madeEntries() []Dirent {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []Dirent
-	for name := range d.made {
-		out = append(out, Dirent{Name: name, Type: unix.DT_DIR, Ino: 2})
+	for name, c := range d.made {
+		typ := uint8(unix.DT_REG)
+		if c.isDir {
+			typ = unix.DT_DIR
+		}
+		out = append(out, Dirent{Name: name, Type: typ, Ino: 2})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -185,6 +200,13 @@ func (emptyDir) Lookup(string) (Inode, error) { return nil, unix.ENOENT }
 func (emptyDir) ReadDir() ([]Dirent, error)   { return nil, nil }
 func (emptyDir) Readlink() (string, error)    { return "", unix.EINVAL }
 func (emptyDir) Open(int) (FileImpl, error)   { return nil, unix.ENOENT }
+
+// emptyFile is the inode of a made mount point for a file.
+type emptyFile struct{ emptyDir }
+
+func (emptyFile) Stat() (Stat, error) {
+	return Stat{Ino: 2, Mode: unix.S_IFREG | 0o644, Nlink: 1}, nil
+}
 
 // mountedOn returns the mount attached at d in m, if any.
 func (m *Mount) mountedOn(d *Dentry) *Mount {

@@ -1,0 +1,56 @@
+package bundle
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func withMounts(mounts string) string {
+	return `{
+	"ociVersion": "1.0.2-dev",
+	"process": {"args": ["sh"], "cwd": "/"},
+	"root": {"path": "rootfs"},
+	"mounts": ` + mounts + `
+}`
+}
+
+func TestBindMountsAreListedInOrder(t *testing.T) {
+	dir := writeBundle(t, withMounts(`[
+		{"destination": "/proc", "type": "proc", "source": "proc"},
+		{"destination": "/data", "type": "bind", "source": "data", "options": ["rbind", "ro"]},
+		{"destination": "/etc/hosts", "type": "none", "source": "hosts", "options": ["bind", "ro", "rw"]}
+	]`))
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hosts"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []BindMount{
+		{Index: 1, Source: filepath.Join(dir, "data"), Dest: "/data", ReadOnly: true, Dir: true},
+		{Index: 2, Source: filepath.Join(dir, "hosts"), Dest: "/etc/hosts", ReadOnly: false, Dir: false},
+	}
+	if len(b.Binds) != len(want) {
+		t.Fatalf("binds %+v, want %+v", b.Binds, want)
+	}
+	for i := range want {
+		if b.Binds[i] != want[i] {
+			t.Errorf("bind %d: %+v, want %+v", i, b.Binds[i], want[i])
+		}
+	}
+}
+
+func TestBindMountErrorsNameTheMount(t *testing.T) {
+	for _, c := range []struct{ mounts, field, want string }{
+		{`[{"destination": "/x", "type": "bind", "source": "missing"}]`, "mounts[0].source", `"missing": not found`},
+		{`[{"destination": "x", "type": "bind", "source": "/"}]`, "mounts[0].destination", "not an absolute path"},
+		{`[{"destination": "/tmp", "type": "tmpfs"}, {"destination": "/y", "options": ["bind"]}]`, "mounts[1].source", "missing"},
+	} {
+		expectError(t, writeBundle(t, withMounts(c.mounts)), c.field, c.want)
+	}
+}
