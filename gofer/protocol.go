@@ -165,7 +165,7 @@ type SetAttr struct {
 
 // SetAttr.Mask bits.
 const (
-	SetMode = 1 << iota
+	SetMode  = 1 << iota
 	SetOwner // UID and GID; either may be -1 (leave it)
 	SetSize
 	SetAtime

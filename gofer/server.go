@@ -32,11 +32,11 @@ type session struct {
 	greeted  bool
 	nodes    map[NodeID]*node
 	byName   map[nameKey][]*node // the nodes walked to each name, for renames and removals
-	last     NodeID // the most recent ID handed out
-	held     int    // host fds open for this client, parents kept for children included
-	limit    int    // most fds held at once
-	out      []byte // the answer being built
-	scratch  []byte // getdents64 and readlinkat results
+	last     NodeID              // the most recent ID handed out
+	held     int                 // host fds open for this client, parents kept for children included
+	limit    int                 // most fds held at once
+	out      []byte              // the answer being built
+	scratch  []byte              // getdents64 and readlinkat results
 }
 
 func newSession(rootPath string, readonly bool) (*session, error) {
