@@ -52,26 +52,27 @@ func TestGuestFaultExitStatus(t *testing.T) {
 }
 
 // TestUnsupportedSyscallLogged: a call moat does not implement answers
-// ENOSYS to the guest and is named in the log, once.
+// ENOSYS to the guest and is named in the log, once. (tuxcall: Linux never
+// implemented it either, so it stays unsupported.)
 func TestUnsupportedSyscallLogged(t *testing.T) {
 	e := newEnv(t)
-	e.buildProgram("acct", `#include <errno.h>
+	e.buildProgram("tuxcall", `#include <errno.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 int main(void) {
 	for (int i = 0; i < 3; i++)
-		if (syscall(SYS_acct, 0) != -1 || errno != ENOSYS)
+		if (syscall(SYS_tuxcall, 0) != -1 || errno != ENOSYS)
 			return 1;
 	return 0;
 }`)
-	e.config("/bin/acct")
-	if _, errOut, code := e.moatCmd("run", "--bundle", e.bundle, "acct1"); code != 0 {
+	e.config("/bin/tuxcall")
+	if _, errOut, code := e.moatCmd("run", "--bundle", e.bundle, "tuxcall1"); code != 0 {
 		t.Fatalf("guest saw something other than ENOSYS: exit %d (%s)", code, errOut)
 	}
 	log, err := os.ReadFile(e.log)
 	must(t, err)
-	if n := strings.Count(string(log), "unsupported syscall acct"); n != 1 {
-		t.Fatalf("log names acct %d times, want once:\n%s", n, log)
+	if n := strings.Count(string(log), "unsupported syscall tuxcall"); n != 1 {
+		t.Fatalf("log names tuxcall %d times, want once:\n%s", n, log)
 	}
 }
 
