@@ -108,24 +108,39 @@ func (p *pipe) readLocked(dst *vfs.IOSeq, want int) (int, error) {
 	return p.copyOutLocked(dst, want)
 }
 
-// copyOutLocked moves up to want bytes to dst.
+// copyOutLocked moves up to want bytes to dst a page at a time, as
+// Linux's page buffers go: a page whose copy faults stays in the pipe and
+// ends the read, which is EFAULT if nothing moved before it.
 func (p *pipe) copyOutLocked(dst *vfs.IOSeq, want int) (int, error) {
 	done := 0
 	for done < want && p.n > 0 {
-		seg := p.buf[p.head:min(p.head+p.n, p.cap)]
-		seg = seg[:min(len(seg), want-done)]
-		k, err := dst.Skip(done).CopyOut(seg)
-		done += k
-		p.head = (p.head + k) % p.cap
-		p.n -= k
-		if err != nil || k < len(seg) {
+		chunk := min(want-done, p.n, pageSize)
+		first := p.buf[p.head:min(p.head+chunk, p.cap)]
+		k, err := dst.Skip(done).CopyOut(first)
+		if err == nil && k == len(first) && k < chunk {
+			var more int
+			more, err = dst.Skip(done + k).CopyOut(p.buf[:chunk-k])
+			k += more
+		}
+		if k < chunk {
 			if done == 0 {
-				return 0, err
+				return 0, faulted(err)
 			}
 			break
 		}
+		p.head = (p.head + chunk) % p.cap
+		p.n -= chunk
+		done += chunk
 	}
 	return done, nil
+}
+
+// faulted is the error of a copy that fell short.
+func faulted(err error) error {
+	if err == nil {
+		return unix.EFAULT
+	}
+	return err
 }
 
 // waitLocked sleeps (p.mu held, released) until the pipe notifies one of
@@ -144,8 +159,13 @@ func (p *pipe) waitLocked(ctx vfs.Context, mask waiter.EventMask) error {
 func (w *WriteEnd) Write(src *vfs.IOSeq, _ int64) (int, error) {
 	p := w.p
 	total := src.Len()
+	if total == 0 {
+		// Linux's pipe_write returns before it looks for readers: no
+		// EPIPE, no SIGPIPE.
+		return 0, nil
+	}
 	done := 0
-	for done < total || total == 0 {
+	for done < total {
 		p.mu.Lock()
 		if p.readers == 0 {
 			p.mu.Unlock()
@@ -156,10 +176,6 @@ func (w *WriteEnd) Write(src *vfs.IOSeq, _ int64) (int, error) {
 				return done, nil
 			}
 			return 0, unix.EPIPE
-		}
-		if total == 0 {
-			p.mu.Unlock()
-			return 0, nil
 		}
 		room := p.cap - p.n
 		if room > 0 && (total > PipeBuf || room >= total-done) {
@@ -218,21 +234,31 @@ func (p *pipe) writeLocked(src *vfs.IOSeq, n int) (int, error) {
 	return done, nil
 }
 
-// copyInLocked copies up to n bytes of src into the ring.
+// copyInLocked copies up to n bytes of src into the ring a page at a
+// time, as Linux's page buffers go: a page whose copy faults is not added
+// and ends the write, which is EFAULT if nothing was added before it. A
+// write of at most PIPE_BUF is one page, and so stays atomic.
 func (p *pipe) copyInLocked(src *vfs.IOSeq, n int) (int, error) {
 	done := 0
 	for done < n {
+		chunk := min(n-done, pageSize)
 		tail := (p.head + p.n) % p.cap
-		seg := p.buf[tail:min(tail+(n-done), p.cap)]
-		k, err := src.Skip(done).CopyIn(seg)
-		done += k
-		p.n += k
-		if err != nil || k < len(seg) {
+		// The bytes land past p.n, unseen until the whole page is in.
+		first := p.buf[tail:min(tail+chunk, p.cap)]
+		k, err := src.Skip(done).CopyIn(first)
+		if err == nil && k == len(first) && k < chunk {
+			var more int
+			more, err = src.Skip(done + k).CopyIn(p.buf[:chunk-k])
+			k += more
+		}
+		if k < chunk {
 			if done == 0 {
-				return 0, err
+				return 0, faulted(err)
 			}
 			break
 		}
+		p.n += chunk
+		done += chunk
 	}
 	return done, nil
 }
