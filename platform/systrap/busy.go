@@ -7,8 +7,8 @@ import (
 
 // A guest thread waiting in the stub's handler for the sentry's answer may
 // sched_yield while it spins, which lets a sentry or syscall thread that was
-// woken on its CPU run at once: fork+exec+wait takes 2.6 ms with the yields
-// and 3.7 ms without them on this two-CPU machine. But when guest threads
+// woken on its CPU run at once: on two CPUs fork+exec+wait is much slower
+// without the yields (docs/SPECIFICATION.md). But when guest threads
 // keep every CPU busy (64 threads spinning), a yield sends the waiting
 // thread behind all of them, a whole round of the host's run queue, and a
 // timer's wake-up came hundreds of milliseconds late. So the handlers yield

@@ -67,9 +67,9 @@ func (c *threadContext) word(off uint64) *uint32 { return c.stub.p.ctl.u32(c.uni
 
 // NewContext implements platform.AddressSpace: it takes the spare thread,
 // or starts one and waits until it parks in the handler. Starting a thread
-// takes about 45 µs of host work; from the second context on, a spare is
-// made in the background after each, so that the guest's next thread
-// costs none of it.
+// costs host work (docs/SPECIFICATION.md); from the second context on, a
+// spare is made in the background after each, so that the guest's next
+// thread costs none of it.
 func (as *addressSpace) NewContext() (platform.Context, error) {
 	as.spareMu.Lock()
 	for as.spare == nil && as.refilling {

@@ -27,10 +27,10 @@ var (
 	calibrateOnce    sync.Once
 )
 
-// The sentry's spin budgets. A futex wake-up costs from 11 µs (half of a
-// 22 µs ping-pong) to over 100 µs when the sleeper's CPU has gone idle (a
-// nested VM), so a hand-off that comes within the budget is served cheaper
-// by spinning. A guest thread may compute for long, and then the sleep is
+// The sentry's spin budgets. A futex wake-up costs more than a spin of the
+// budget, and far more when the sleeper's CPU has gone idle (a nested VM;
+// docs/SPECIFICATION.md has the costs), so a hand-off that comes within the
+// budget is served cheaper by spinning. A guest thread may compute for long, and then the sleep is
 // paid once; a syscall thread's request takes a few microseconds once the
 // thread runs, and it was woken when the first change was queued (queue), so
 // it is worth waiting longer for.
@@ -96,9 +96,8 @@ func calibrateSpin() {
 
 // Waiting for a guest thread, the first maxLongSpinners waiters spin for
 // longSpinTime, the others for guestSpinTime. A guest computes between two
-// system calls for tens to hundreds of microseconds (python's start-up:
-// 350 calls in 11 ms), and a futex wake-up here costs about as much, paid at
-// every call. One long spinner per two CPUs keeps one thread's hand-offs
+// system calls for tens to hundreds of microseconds (docs/SPECIFICATION.md),
+// and a futex wake-up costs about as much, paid at every call. One long spinner per two CPUs keeps one thread's hand-offs
 // fast and bounds the CPU spent on spinning; its yields give the CPU to any
 // other runnable thread.
 var (
@@ -141,8 +140,8 @@ func waitFor(word *uint32, want uint32, sleeping *uint32, dead *atomic.Bool, spi
 			// A goroutine made runnable meanwhile (a task whose wait just
 			// ended) must not wait for this spin to end for a P. Rarely:
 			// a trip through the Go scheduler costs more than a whole
-			// guest system call (every 64 polls, getppid took 8 µs, not
-			// 2.7).
+			// guest system call (every 64 polls made getppid several
+			// times slower: docs/SPECIFICATION.md).
 			runtime.Gosched()
 		}
 	}

@@ -1,9 +1,9 @@
 package systrap
 
-// Making a stub (a clone of the source stub, then its first thread) takes
-// about 250 µs of host work here, paid by every fork (an exec keeps its
-// stub unless it is a vfork child's); a pool made in the background keeps it
-// off the guest's path.
+// Making a stub (a clone of the source stub, then its first thread) costs
+// host work that every fork would pay (an exec keeps its stub unless it is
+// a vfork child's; docs/SPECIFICATION.md has the cost); a pool made in the
+// background keeps it off the guest's path.
 
 // poolSize is how many address spaces wait ready: a vfork and the exec that
 // follows it take two.

@@ -35,8 +35,8 @@ func (s *stubProcess) prewake() {
 // in a burst of calls). Work done ahead of need (pooled stubs, spare
 // threads) is not: both sides sleep at once. On a machine with few CPUs
 // every spinning thread takes CPU time from the guest threads running
-// meanwhile: the pool's spinners held one of this machine's two CPUs
-// through most of each fork+exec, and made it 3% slower.
+// meanwhile: the pool's spinners held one of two CPUs through most of each
+// fork+exec, and made it slower (docs/SPECIFICATION.md).
 type urgency int
 
 const (

@@ -110,9 +110,9 @@ func takeFirstFit(list *[]frange, length uint64) (uint64, bool) {
 // A freed range of at most warmMaxRange whose pages are all in host memory
 // is cleared in place rather than punched, while the warm ranges total at
 // most warmBudget. Pages given out again then cost no host page fault and
-// allocation: a fresh page costs 2.5 µs to the first write here, 16 times
-// what clearing it costs; a fork+exec touches dozens. The price is that
-// much host memory kept by a sandbox that no longer uses it.
+// allocation: a fresh page's first write costs many times what clearing it
+// costs (docs/SPECIFICATION.md), and a fork+exec touches dozens. The price
+// is that much host memory kept by a sandbox that no longer uses it.
 const (
 	warmMaxRange = 1 << 20
 	warmBudget   = 16 << 20

@@ -1,7 +1,7 @@
 // Package vdso is moat's virtual dynamic shared object: a small ELF shared
 // library, "linux-vdso.so.1", that answers clock_gettime, gettimeofday, time,
-// getcpu and clock_getres inside the guest, without the ~2 µs trap into the
-// sentry a system call costs.
+// getcpu and clock_getres inside the guest, without the trap into the sentry
+// a system call costs (docs/SPECIFICATION.md, "Costs the design relies on").
 //
 // # What it is
 //
