@@ -84,7 +84,8 @@ func GetRobustList(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 // Prctl implements Linux syscall prctl(2) for the options programs use to
 // name themselves and to set process flags.
 func Prctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	p := t.PrctlState()
+	// A copy, written back below: only the task itself changes its flags.
+	p := t.Prctl()
 	switch a.Int(0) {
 	case unix.PR_SET_PDEATHSIG:
 		if sig := int(a[1]); sig != 0 && !kernel.ValidSignal(sig) {
@@ -172,6 +173,7 @@ func Prctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	default:
 		return 0, unix.EINVAL
 	}
+	t.SetPrctl(p)
 	return 0, nil
 }
 

@@ -54,7 +54,11 @@ func (tg *ThreadGroup) Leader() *Task {
 }
 
 // Executable is the file the task's program was loaded from.
-func (t *Task) Executable() vfs.Path { return t.exe }
+func (t *Task) Executable() vfs.Path {
+	t.tg.mu.Lock()
+	defer t.tg.mu.Unlock()
+	return t.exe
+}
 
 // StartTime is when the task started.
 func (t *Task) StartTime() time.Time { return t.started }

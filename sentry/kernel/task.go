@@ -23,7 +23,7 @@ type Task struct {
 	ctx  platform.Context
 
 	mm    *mm.MemoryManager
-	exe   vfs.Path // the program's file, for /proc/<pid>/exe
+	exe   vfs.Path // the program's file, for /proc/<pid>/exe (tg.mu, as comm)
 	fds   *FDTable
 	fs    *FSContext
 	creds *Credentials
@@ -53,9 +53,12 @@ type Task struct {
 
 	clearChildTID uintptr
 	robustList    uintptr
-	comm          string // the name prctl(PR_GET_NAME) and /proc/<pid>/comm give
-	prctl         Prctl
-	started       time.Time
+	// comm (the name prctl(PR_GET_NAME) and /proc/<pid>/comm give), exe
+	// and prctl change only in the task itself (prctl, exec), and are read
+	// by others (/proc, a parent's exit): under tg.mu.
+	comm    string
+	prctl   Prctl
+	started time.Time
 	// userTime and sysTime are the task's CPU time in ns (cputime.go).
 	userTime, sysTime atomic.Int64
 	// vforkDone is closed when this task, a vfork child, execs or exits.
@@ -129,12 +132,18 @@ func (t *Task) SetRobustList(addr uintptr) { t.robustList = addr }
 func (t *Task) RobustList() uintptr { return t.robustList }
 
 // Comm and SetComm are the task's name (at most 15 bytes).
-func (t *Task) Comm() string { return t.comm }
+func (t *Task) Comm() string {
+	t.tg.mu.Lock()
+	defer t.tg.mu.Unlock()
+	return t.comm
+}
 func (t *Task) SetComm(s string) {
 	if len(s) > 15 {
 		s = s[:15]
 	}
+	t.tg.mu.Lock()
 	t.comm = s
+	t.tg.mu.Unlock()
 }
 
 // Resolver resolves paths relative to start for this task.

@@ -52,15 +52,17 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 			return ErrNoReturn
 		}
 	}
-	t.mm, t.regs, t.exe, t.comm = img.mm, img.regs, img.exe, img.comm
-	tg.mu.Lock() // others read it for the process's CPU time
-	t.ctx = ctx
+	t.mm, t.regs = img.mm, img.regs
+	comm := img.comm
+	if len(comm) > 15 {
+		comm = comm[:15]
+	}
+	tg.mu.Lock() // others read them: the context for the process's CPU time, the rest for /proc
+	t.ctx, t.exe, t.comm = ctx, img.exe, comm
+	t.prctl.Dumpable = 1
 	tg.mu.Unlock()
 	t.mm.SetLimitAS(tg.limitAS)
 	t.mm.SetLimitStack(tg.limitStack)
-	if len(t.comm) > 15 {
-		t.comm = t.comm[:15]
-	}
 	if ctx != oldCtx && !old.DecUsers() {
 		oldCtx.Release()
 	}
@@ -79,7 +81,6 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 	tg.sighand.resetForExec()
 	t.altStack = AltStack{Flags: linuxabi.SS_DISABLE}
 	t.robustList, t.clearChildTID = 0, 0
-	t.prctl.Dumpable = 1
 
 	k.treeMu.Lock()
 	tg.execed = true

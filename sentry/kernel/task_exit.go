@@ -128,8 +128,10 @@ func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 		// it: what an orphan chose must not slay its new parent.
 		c.exitSignal = int(unix.SIGCHLD)
 		reaper.children[c] = struct{}{}
-		if leader := c.Leader(); leader != nil && leader.prctl.PdeathSig != 0 {
-			go c.SendSignal(SigInfo{Signo: int32(leader.prctl.PdeathSig), Code: linuxabi.SI_USER})
+		if leader := c.Leader(); leader != nil {
+			if sig := leader.Prctl().PdeathSig; sig != 0 {
+				go c.SendSignal(SigInfo{Signo: int32(sig), Code: linuxabi.SI_USER})
+			}
 		}
 		if c.zombie {
 			reaper.childEvents.broadcast()

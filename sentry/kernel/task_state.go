@@ -11,7 +11,11 @@ type AltStack struct {
 	Size  uint64
 }
 
-// Prctl holds the flags prctl(2) sets on a task.
+// Prctl holds the flags prctl(2) sets on a task. Only the task changes them
+// (prctl, exec), but other tasks read them: a parent's exit its child's
+// PdeathSig, /proc/PID/status NoNewPrivs. They are read and written under
+// the process's mu, which a read from the task itself needs no more than
+// its write does.
 type Prctl struct {
 	PdeathSig  int
 	Dumpable   int // 1 unless set to 0
@@ -21,9 +25,19 @@ type Prctl struct {
 	THPDisable bool
 }
 
-// PrctlState returns the task's prctl flags for reading and writing; only
-// the task itself changes them, so no lock is needed.
-func (t *Task) PrctlState() *Prctl { return &t.prctl }
+// Prctl returns the task's prctl flags.
+func (t *Task) Prctl() Prctl {
+	t.tg.mu.Lock()
+	defer t.tg.mu.Unlock()
+	return t.prctl
+}
+
+// SetPrctl sets the task's prctl flags; only the task itself calls it.
+func (t *Task) SetPrctl(p Prctl) {
+	t.tg.mu.Lock()
+	t.prctl = p
+	t.tg.mu.Unlock()
+}
 
 // ChildSubreaper reports and sets PR_SET_CHILD_SUBREAPER on the process.
 func (tg *ThreadGroup) ChildSubreaper() bool {

@@ -133,7 +133,7 @@ func status(t *kernel.Task) ([]byte, error) {
 	rss := t.MM().ResidentBytes()
 	ign, cgt := signalDispositions(t.ThreadGroup())
 	noNewPrivs := 0
-	if t.PrctlState().NoNewPrivs {
+	if t.Prctl().NoNewPrivs {
 		noNewPrivs = 1
 	}
 	var b strings.Builder
