@@ -149,38 +149,14 @@ func Setgid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return 0, t.Creds().SetGID(a.Uint(0))
 }
 
-// Setreuid implements Linux syscall setreuid(2): setting the real uid, or
-// the effective one to something other than the real one, also sets the
-// saved uid to the new effective one.
+// Setreuid implements Linux syscall setreuid(2).
 func Setreuid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	r, e := a.Uint(0), a.Uint(1)
-	c := t.Creds()
-	c.Lock()
-	s := ^uint32(0)
-	if r != ^uint32(0) || (e != ^uint32(0) && e != c.UID) {
-		s = e
-		if e == ^uint32(0) {
-			s = c.EUID
-		}
-	}
-	c.Unlock()
-	return 0, c.SetUIDs(r, e, s)
+	return 0, t.Creds().SetREUID(a.Uint(0), a.Uint(1))
 }
 
 // Setregid implements Linux syscall setregid(2).
 func Setregid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	r, e := a.Uint(0), a.Uint(1)
-	c := t.Creds()
-	c.Lock()
-	s := ^uint32(0)
-	if r != ^uint32(0) || (e != ^uint32(0) && e != c.GID) {
-		s = e
-		if e == ^uint32(0) {
-			s = c.EGID
-		}
-	}
-	c.Unlock()
-	return 0, c.SetGIDs(r, e, s)
+	return 0, t.Creds().SetREGID(a.Uint(0), a.Uint(1))
 }
 
 // Setresuid implements Linux syscall setresuid(2).

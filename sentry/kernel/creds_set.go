@@ -32,8 +32,8 @@ func (c *Credentials) setIDs(cap uint, ids [3]*uint32, fs *uint32, want [3]uint3
 	return nil
 }
 
-// SetUIDs implements setresuid(2) and setreuid(2): each of r, e and s is
-// an id or noChange.
+// SetUIDs implements setresuid(2): each of r, e and s is an id or
+// noChange.
 func (c *Credentials) SetUIDs(r, e, s uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -43,6 +43,44 @@ func (c *Credentials) SetUIDs(r, e, s uint32) error {
 	}
 	c.fixCaps(oldR, oldE, oldS)
 	return nil
+}
+
+// setREIDs is setreuid(2)'s rule over ids (real, effective, saved):
+// without cap, the real id may only become the real or effective one (not
+// the saved one), the effective id any of the three; setting the real id,
+// or the effective one to other than the real one, also sets the saved id
+// to the new effective one.
+func (c *Credentials) setREIDs(cap uint, ids [3]*uint32, fs *uint32, r, e uint32) error {
+	if r != noChange && r != *ids[0] && r != *ids[1] && !c.hasCapLocked(cap) {
+		return unix.EPERM
+	}
+	s := noChange
+	if r != noChange || (e != noChange && e != *ids[0]) {
+		s = e
+		if e == noChange {
+			s = *ids[1]
+		}
+	}
+	return c.setIDs(cap, ids, fs, [3]uint32{r, e, s})
+}
+
+// SetREUID implements setreuid(2).
+func (c *Credentials) SetREUID(r, e uint32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	oldR, oldE, oldS := c.UID, c.EUID, c.SUID
+	if err := c.setREIDs(unix.CAP_SETUID, [3]*uint32{&c.UID, &c.EUID, &c.SUID}, &c.FSUID, r, e); err != nil {
+		return err
+	}
+	c.fixCaps(oldR, oldE, oldS)
+	return nil
+}
+
+// SetREGID implements setregid(2).
+func (c *Credentials) SetREGID(r, e uint32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.setREIDs(unix.CAP_SETGID, [3]*uint32{&c.GID, &c.EGID, &c.SGID}, &c.FSGID, r, e)
 }
 
 // fixCaps applies capabilities(7)'s rules for uid changes.
@@ -68,7 +106,7 @@ func (c *Credentials) SetUID(uid uint32) error {
 	return c.SetUIDs(noChange, uid, noChange)
 }
 
-// SetGIDs implements setresgid(2) and setregid(2).
+// SetGIDs implements setresgid(2).
 func (c *Credentials) SetGIDs(r, e, s uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
