@@ -98,10 +98,16 @@ func (c *Credentials) fixCaps(oldR, oldE, oldS uint32) {
 }
 
 // SetUID implements setuid(2): with CAP_SETUID all three uids are set,
-// without it the effective one.
+// without it the effective one, to the real or the saved uid only.
 func (c *Credentials) SetUID(uid uint32) error {
-	if c.capable(unix.CAP_SETUID) {
+	c.mu.Lock()
+	privileged, held := c.hasCapLocked(unix.CAP_SETUID), uid == c.UID || uid == c.SUID
+	c.mu.Unlock()
+	switch {
+	case privileged:
 		return c.SetUIDs(uid, uid, uid)
+	case !held:
+		return unix.EPERM
 	}
 	return c.SetUIDs(noChange, uid, noChange)
 }
@@ -115,20 +121,19 @@ func (c *Credentials) SetGIDs(r, e, s uint32) error {
 
 // SetGID implements setgid(2), as SetUID does setuid(2).
 func (c *Credentials) SetGID(gid uint32) error {
-	if c.capable(unix.CAP_SETGID) {
+	c.mu.Lock()
+	privileged, held := c.hasCapLocked(unix.CAP_SETGID), gid == c.GID || gid == c.SGID
+	c.mu.Unlock()
+	switch {
+	case privileged:
 		return c.SetGIDs(gid, gid, gid)
+	case !held:
+		return unix.EPERM
 	}
 	return c.SetGIDs(noChange, gid, noChange)
 }
 
-// capable reports whether cap is in the effective set.
-func (c *Credentials) capable(cap uint) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.hasCapLocked(cap)
-}
-
-// hasCapLocked is capable with c.mu held.
+// hasCapLocked reports whether cap is in the effective set (c.mu held).
 func (c *Credentials) hasCapLocked(cap uint) bool { return c.CapEffective&(1<<cap) != 0 }
 
 // SetFSUID implements setfsuid(2): it returns the old fsuid whether or not
