@@ -145,8 +145,22 @@ func (c *Credentials) SetFSUID(uid uint32) uint32 {
 	if c.hasCapLocked(unix.CAP_SETUID) || uid == c.UID || uid == c.EUID || uid == c.SUID || uid == c.FSUID {
 		c.FSUID = uid
 	}
+	// capabilities(7): the file system capabilities follow the fs uid in
+	// and out of 0.
+	switch {
+	case old == 0 && c.FSUID != 0:
+		c.CapEffective &^= fsCapabilities
+	case old != 0 && c.FSUID == 0:
+		c.CapEffective |= c.CapPermitted & fsCapabilities
+	}
 	return old
 }
+
+// fsCapabilities are those an fs uid change to or from 0 raises or drops
+// (Linux's CAP_FS_SET).
+const fsCapabilities = 1<<unix.CAP_CHOWN | 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH |
+	1<<unix.CAP_FOWNER | 1<<unix.CAP_FSETID | 1<<unix.CAP_LINUX_IMMUTABLE | 1<<unix.CAP_MKNOD |
+	1<<unix.CAP_MAC_OVERRIDE
 
 // SetFSGID implements setfsgid(2).
 func (c *Credentials) SetFSGID(gid uint32) uint32 {
