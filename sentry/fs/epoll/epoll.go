@@ -19,6 +19,11 @@ const (
 	EventOneShot = 1 << 30 // EPOLLONESHOT
 	eventWakeup  = 1 << 29 // EPOLLWAKEUP: accepted, meaningless here
 	eventExcl    = 1 << 28 // EPOLLEXCLUSIVE: accepted, every waiter is woken
+
+	// exclusiveOK are the flags EPOLLEXCLUSIVE goes with
+	// (EPOLLEXCLUSIVE_OK_BITS): EPOLLIN, EPOLLOUT, EPOLLERR, EPOLLHUP,
+	// EPOLLWAKEUP and EPOLLET.
+	exclusiveOK = 0x1 | 0x4 | 0x8 | 0x10 | eventWakeup | EventEdge | eventExcl
 )
 
 // Event is one reported event: what happened and the caller's data.
@@ -49,10 +54,13 @@ type File struct {
 	interest map[key]*item
 	readyq   []*item
 	queue    waiter.Queue // wakes epoll_wait, and those polling the epoll fd
+	// parents counts the items of other epolls that hold this one
+	// (nest.go).
+	parents map[*File]int
 }
 
 // New returns an empty epoll instance.
-func New() *File { return &File{interest: make(map[key]*item)} }
+func New() *File { return &File{interest: make(map[key]*item), parents: make(map[*File]int)} }
 
 // Add implements EPOLL_CTL_ADD.
 func (ep *File) Add(fd int32, f *vfs.File, ev Event) error {
@@ -63,6 +71,17 @@ func (ep *File) Add(fd int32, f *vfs.File, ev Event) error {
 	if f.Impl() == ep {
 		return unix.EINVAL
 	}
+	child, nested := f.Impl().(*File)
+	if ev.Events&eventExcl != 0 && (nested || ev.Events&^exclusiveOK != 0) {
+		return unix.EINVAL
+	}
+	if nested {
+		nestMu.Lock()
+		defer nestMu.Unlock()
+		if err := nestCheck(ep, child); err != nil {
+			return err
+		}
+	}
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	k := key{f, fd}
@@ -70,8 +89,11 @@ func (ep *File) Add(fd int32, f *vfs.File, ev Event) error {
 		return unix.EEXIST
 	}
 	it := &item{file: f, fd: fd, events: ev.Events, data: ev.Data}
-	it.entry = &waiter.Entry{Mask: ^waiter.EventMask(0), Callback: func(waiter.EventMask) { ep.markReady(it) }}
+	it.entry = &waiter.Entry{Mask: ^waiter.EventMask(0), Callback: func(m waiter.EventMask) { ep.markReady(it, m) }}
 	ep.interest[k] = it
+	if nested {
+		child.addParent(ep, 1)
+	}
 	w.EventRegister(it.entry)
 	if w.Readiness(mask(it.events)) != 0 {
 		ep.readyLocked(it)
@@ -86,6 +108,9 @@ func (ep *File) Modify(fd int32, f *vfs.File, ev Event) error {
 	it, ok := ep.interest[key{f, fd}]
 	if !ok {
 		return unix.ENOENT
+	}
+	if ev.Events&eventExcl != 0 || it.events&eventExcl != 0 {
+		return unix.EINVAL // an exclusive wake-up is set once, at EPOLL_CTL_ADD
 	}
 	it.events, it.data, it.off = ev.Events, ev.Data, false
 	if f.Impl().(waiter.Waitable).Readiness(mask(it.events)) != 0 {
@@ -110,6 +135,9 @@ func (ep *File) removeLocked(it *item) {
 	it.file.Impl().(waiter.Waitable).EventUnregister(it.entry)
 	delete(ep.interest, key{it.file, it.fd})
 	it.off = true
+	if child, ok := it.file.Impl().(*File); ok {
+		child.addParent(ep, -1)
+	}
 }
 
 // mask is the poll events an item waits for: what it asked, plus errors
@@ -118,10 +146,12 @@ func mask(events uint32) waiter.EventMask {
 	return waiter.EventMask(events&0xffff) | waiter.EventErr | waiter.EventHUp
 }
 
-// markReady is the callback of every item's entry.
-func (ep *File) markReady(it *item) {
+// markReady is the callback of every item's entry: only events the item
+// waits for make it ready, as Linux's ep_poll_callback has it (a read of a
+// pipe wakes its writers, which is no edge for an edge-triggered reader).
+func (ep *File) markReady(it *item, m waiter.EventMask) {
 	ep.mu.Lock()
-	if it.off {
+	if it.off || m&mask(it.events) == 0 {
 		ep.mu.Unlock()
 		return
 	}
@@ -138,8 +168,9 @@ func (ep *File) readyLocked(it *item) {
 }
 
 // collect takes up to max events off the ready list. A level-triggered
-// item that is still ready goes back on it; an edge-triggered one waits for
-// its file's next notification; a one-shot one goes silent.
+// item that is still ready goes back on it, behind those not reached (so
+// that a small max goes round them all, as on Linux); an edge-triggered
+// one waits for its file's next notification; a one-shot one goes silent.
 func (ep *File) collect(max int) []Event {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
@@ -147,7 +178,7 @@ func (ep *File) collect(max int) []Event {
 	var keep []*item
 	for i, it := range ep.readyq {
 		if len(out) == max {
-			keep = append(keep, ep.readyq[i:]...)
+			keep = append(append([]*item(nil), ep.readyq[i:]...), keep...)
 			break
 		}
 		it.ready = false
