@@ -185,8 +185,9 @@ func (c *Credentials) SetGroups(groups []uint32) error {
 	return nil
 }
 
-// SetCaps implements capset(2): permitted may only shrink, effective and
-// inheritable stay within it.
+// SetCaps implements capset(2): permitted may only shrink, effective
+// stays within it, and inheritable may gain only permitted capabilities
+// (any, with CAP_SETPCAP) that the bounding set holds.
 func (c *Credentials) SetCaps(eff, prm, inh uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -194,6 +195,9 @@ func (c *Credentials) SetCaps(eff, prm, inh uint64) error {
 		return unix.EPERM
 	}
 	if inh&^(c.CapInheritable|c.CapPermitted) != 0 && !c.hasCapLocked(unix.CAP_SETPCAP) {
+		return unix.EPERM
+	}
+	if inh&^(c.CapInheritable|c.CapBounding) != 0 {
 		return unix.EPERM
 	}
 	c.CapEffective, c.CapPermitted, c.CapInheritable = eff, prm, inh
