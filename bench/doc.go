@@ -5,7 +5,8 @@
 // Markdown and an SVG chart.
 //
 // It drives a runtime only through the command line runc defined
-// (`RUNTIME --root DIR [FLAGS] run --bundle DIR ID`), so what it measures is
+// (`RUNTIME --root DIR [FLAGS] run --bundle DIR ID`, with internal/ocirun,
+// as conformance and the integration tests do), so what it measures is
 // what podman or containerd would get, and moat is held to the same interface
 // as runc and runsc. The runtimes are data (runtimes.json), the workloads a
 // table (workload.go).
