@@ -40,12 +40,14 @@ func (h *SigHand) copyHand() *SigHand {
 }
 
 // resetForExec makes caught signals default, as execve does; ignored
-// signals stay ignored.
+// signals stay ignored, but lose their flags and mask as the rest do.
 func (h *SigHand) resetForExec() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i := range h.actions {
-		if h.actions[i].Handler != linuxabi.SIG_IGN {
+		if h.actions[i].Handler == linuxabi.SIG_IGN {
+			h.actions[i] = SigAction{Handler: linuxabi.SIG_IGN}
+		} else {
 			h.actions[i] = SigAction{}
 		}
 	}
