@@ -23,6 +23,7 @@ type File struct {
 
 	mu       sync.Mutex
 	timer    *time.Timer
+	armed    uint64    // counts the armings: a Go timer of an earlier one that fires late is stale
 	expires  time.Time // the next expiration, zero when disarmed
 	interval time.Duration
 	count    uint64 // expirations not read yet
@@ -37,28 +38,24 @@ func New(clock Clock) *File { return &File{clock: clock} }
 // the old remaining time and interval.
 func (f *File) Set(value time.Duration, abs bool, interval time.Duration) (time.Duration, time.Duration) {
 	f.mu.Lock()
+	now := time.Now()
+	f.catchUpLocked(now)
 	oldValue, oldInterval := f.remainingLocked(), f.interval
-	if f.timer != nil {
-		f.timer.Stop()
-		f.timer = nil
-	}
 	f.expires, f.interval, f.count = time.Time{}, interval, 0
 	switch {
 	case value == 0:
-		f.interval = 0
+		// Disarmed; the interval stays, for timerfd_gettime, as Linux's
+		// timerfd_setup keeps it.
 	case abs:
 		value -= time.Duration(f.clock())
 		fallthrough
 	default:
-		f.expires = time.Now().Add(value)
-		if value > 0 {
-			f.timer = time.AfterFunc(value, f.fire)
-		} else {
-			// Already due: it has expired once now (or, periodic, once per
-			// interval gone by), and runs on from there.
-			f.expireLocked(time.Now())
-		}
+		// Already due, it has expired once now (or, periodic, once per
+		// interval gone by), and runs on from there.
+		f.expires = now.Add(value)
+		f.catchUpLocked(now)
 	}
+	f.armLocked(now)
 	due := f.count > 0
 	f.mu.Unlock()
 	if due {
@@ -67,26 +64,43 @@ func (f *File) Set(value time.Duration, abs bool, interval time.Duration) (time.
 	return oldValue, oldInterval
 }
 
-// expireLocked counts the expirations due by now and arms the timer for
-// the next one, if periodic.
-func (f *File) expireLocked(now time.Time) {
-	f.count++
-	if f.interval > 0 {
-		f.expires = f.expires.Add(f.interval)
-		for !f.expires.After(now) { // overruns count too
-			f.count++
-			f.expires = f.expires.Add(f.interval)
-		}
-		f.timer = time.AfterFunc(time.Until(f.expires), f.fire)
-	} else {
-		f.timer, f.expires = nil, time.Time{}
+// catchUpLocked counts the expirations due by now. The Go timer may fire
+// late; a read, a poll or a gettime counts all that is due when it looks,
+// as Linux's timerfd_read forwards its timer past the overruns.
+func (f *File) catchUpLocked(now time.Time) {
+	if f.expires.IsZero() || now.Before(f.expires) {
+		return
 	}
+	if f.interval <= 0 {
+		f.count++
+		f.expires = time.Time{}
+		return
+	}
+	n := now.Sub(f.expires)/f.interval + 1 // overruns count too
+	f.count += uint64(n)
+	f.expires = f.expires.Add(n * f.interval)
+}
+
+// armLocked starts a Go timer for the next expiration, if there is one,
+// in place of the one running.
+func (f *File) armLocked(now time.Time) {
+	f.armed++
+	if f.timer != nil {
+		f.timer.Stop()
+		f.timer = nil
+	}
+	if f.expires.IsZero() {
+		return
+	}
+	armed := f.armed
+	f.timer = time.AfterFunc(f.expires.Sub(now), func() { f.fire(armed) })
 }
 
 // Get returns the remaining time and interval (timerfd_gettime).
 func (f *File) Get() (time.Duration, time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.catchUpLocked(time.Now())
 	return f.remainingLocked(), f.interval
 }
 
@@ -97,15 +111,21 @@ func (f *File) remainingLocked() time.Duration {
 	return max(time.Until(f.expires), time.Nanosecond)
 }
 
-func (f *File) fire() {
+func (f *File) fire(armed uint64) {
 	f.mu.Lock()
-	if f.timer == nil {
+	if armed != f.armed {
 		f.mu.Unlock()
 		return
 	}
-	f.expireLocked(time.Now())
+	before := f.count
+	now := time.Now()
+	f.catchUpLocked(now)
+	f.armLocked(now)
+	due := f.count > before
 	f.mu.Unlock()
-	f.queue.Notify(waiter.ReadableEvents)
+	if due {
+		f.queue.Notify(waiter.ReadableEvents)
+	}
 }
 
 // Read implements vfs.FileImpl: 8 bytes, the expirations since the last
@@ -116,6 +136,7 @@ func (f *File) Read(dst *vfs.IOSeq, _ int64) (int, error) {
 	}
 	for {
 		f.mu.Lock()
+		f.catchUpLocked(time.Now())
 		if n := f.count; n > 0 {
 			f.count = 0
 			f.mu.Unlock()
@@ -145,6 +166,7 @@ func (f *File) Write(*vfs.IOSeq, int64) (int, error) { return 0, unix.EINVAL }
 func (f *File) Readiness(mask waiter.EventMask) waiter.EventMask {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.catchUpLocked(time.Now())
 	if f.count > 0 {
 		return waiter.ReadableEvents & mask
 	}
@@ -164,10 +186,8 @@ func (f *File) Ioctl(uint32, uintptr, vfs.IoctlIO) (uintptr, error) { return 0, 
 // Release implements vfs.FileImpl: the timer stops.
 func (f *File) Release() {
 	f.mu.Lock()
-	if f.timer != nil {
-		f.timer.Stop()
-		f.timer = nil
-	}
+	f.expires = time.Time{}
+	f.armLocked(time.Now())
 	f.mu.Unlock()
 }
 
