@@ -11,20 +11,31 @@ import (
 )
 
 // TestParentDeathSignalReachesTheOrphan: a process that asked for
-// PR_SET_PDEATHSIG gets that signal when its parent exits. The child sets
-// it over and over while the parent exits, so that under -race the exiting
+// PR_SET_PDEATHSIG gets that signal when its parent exits. The child goes
+// on setting it while the parent exits, so that under -race the exiting
 // parent's read of the child's flags meets the child's writes.
 func TestParentDeathSignalReachesTheOrphan(t *testing.T) {
 	s := kerneltest.New(t, syscalls.NewTable())
 	st := s.Run(func(g *fake.Guest) {
 		parent, _ := g.Fork(func(g *fake.Guest) {
 			self, _ := g.Call(unix.SYS_GETPID)
+			fds := g.Alloc(8)
+			if _, errno := g.Call(unix.SYS_PIPE2, fds, 0); errno != 0 {
+				t.Errorf("pipe2: %v", errno)
+			}
+			rfd, wfd := uintptr(g.ReadU32(fds)), uintptr(g.ReadU32(fds+4))
+			buf := g.Alloc(1)
 			_, errno := g.Fork(func(g *fake.Guest) {
-				for {
+				setDeathSignal := func() {
 					if _, errno := g.Call(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGUSR1)); errno != 0 {
 						t.Errorf("prctl(PR_SET_PDEATHSIG): %v", errno)
 						g.Call(unix.SYS_EXIT_GROUP, 2)
 					}
+				}
+				setDeathSignal()
+				g.Call(unix.SYS_WRITE, wfd, buf, 1) // the parent may exit now
+				for {
+					setDeathSignal()
 					if ppid, _ := g.Call(unix.SYS_GETPPID); ppid != self {
 						break
 					}
@@ -39,7 +50,9 @@ func TestParentDeathSignalReachesTheOrphan(t *testing.T) {
 			if errno != 0 {
 				t.Errorf("fork: %v", errno)
 			}
-			g.Call(unix.SYS_SCHED_YIELD)
+			if n, errno := g.Call(unix.SYS_READ, rfd, buf, 1); n != 1 || errno != 0 {
+				t.Errorf("read from the child: %d, %v", n, errno)
+			}
 			g.Call(unix.SYS_EXIT_GROUP, 0)
 		})
 		if _, status, errno := g.Wait(parent, 0); errno != 0 || status.ExitStatus() != 0 {
