@@ -47,8 +47,8 @@ func (d *Dentry) Inode() Inode { return d.inode }
 
 // Name returns the dentry's name in its parent.
 func (d *Dentry) Name() string {
-	treeMu.RLock()
-	defer treeMu.RUnlock()
+	renameMu.RLock()
+	defer renameMu.RUnlock()
 	return d.name
 }
 
@@ -228,8 +228,8 @@ func crossMounts(p Path) Path {
 
 // parentOf returns the path of ".." from p, not rising above root.
 func parentOf(p, root Path) Path {
-	treeMu.RLock()
-	defer treeMu.RUnlock()
+	renameMu.RLock()
+	defer renameMu.RUnlock()
 	for {
 		if p == root {
 			return p
@@ -253,8 +253,8 @@ func PathName(p, root Path) string {
 	if p == root {
 		return "/"
 	}
-	treeMu.RLock()
-	defer treeMu.RUnlock()
+	renameMu.RLock()
+	defer renameMu.RUnlock()
 	var parts []string
 	for p != root {
 		if p.Dentry == p.Mount.root {

@@ -189,9 +189,10 @@ func (r Resolver) LookupCreate(name string, follow bool) (Path, Target, error) {
 // rename) in every file system.
 var mutateMu sync.Mutex
 
-// treeMu guards the names and parents of dentries, which rename changes
-// and path walks read.
-var treeMu sync.RWMutex
+// renameMu guards the names and parents of dentries: rename changes them,
+// path walks and path names read them (Linux's rename_lock). Not to be
+// confused with the kernel's process tree lock, Kernel.treeMu.
+var renameMu sync.RWMutex
 
 // writableDir returns the DirWriter of dir, or EROFS.
 func writableDir(dir Path) (DirWriter, error) {
@@ -577,9 +578,9 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 	if !old.isDir && (from.Slash || !exchange && to.Slash) {
 		return unix.ENOTDIR
 	}
-	treeMu.RLock()
+	renameMu.RLock()
 	oldAboveNew, newAboveOld := isAncestor(old, nd), victim != nil && isAncestor(victim, od)
-	treeMu.RUnlock()
+	renameMu.RUnlock()
 	if oldAboveNew {
 		return unix.EINVAL
 	}
@@ -641,8 +642,8 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 	if err := w.Rename(from.Name, nd.inode, to.Name, flags); err != nil {
 		return err
 	}
-	treeMu.Lock()
-	defer treeMu.Unlock()
+	renameMu.Lock()
+	defer renameMu.Unlock()
 	od.dropChildLocked(from.Name, old)
 	if victim != nil {
 		nd.dropChildLocked(to.Name, victim)
@@ -664,7 +665,7 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 }
 
 // isAncestor reports whether a is d or one of its ancestors in d's file
-// system; treeMu is held.
+// system; renameMu is held.
 func isAncestor(a, d *Dentry) bool {
 	for ; d != nil; d = d.parent {
 		if d == a {
