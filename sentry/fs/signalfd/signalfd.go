@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 	"github.com/moat-sandbox/moat/sentry/waiter"
@@ -71,20 +72,62 @@ func (f *File) Read(dst *vfs.IOSeq, _ int64) (int, error) {
 	return dst.CopyOut(out)
 }
 
-// encode lays info out as struct signalfd_siginfo.
+// Offsets in struct signalfd_siginfo (include/uapi/linux/signalfd.h).
+const (
+	ssiPid     = 12
+	ssiTid     = 24
+	ssiOverrun = 32
+	ssiStatus  = 40
+	ssiInt     = 44
+	ssiPtr     = 48
+	ssiUtime   = 56
+	ssiStime   = 64
+	ssiAddr    = 72
+)
+
+// encode lays info out as struct signalfd_siginfo, taking from the union
+// of siginfo_t the fields its kind has, as Linux's signalfd_copyinfo
+// does by siginfo_layout; the rest stay zero.
 func encode(info *kernel.SigInfo) []byte {
 	b := make([]byte, infoSize)
+	f := info.Fields[:]
 	le := binary.LittleEndian
 	le.PutUint32(b[0:], uint32(info.Signo))
 	le.PutUint32(b[4:], uint32(info.Errno))
 	le.PutUint32(b[8:], uint32(info.Code))
-	le.PutUint32(b[12:], uint32(info.Pid()))         // ssi_pid
-	le.PutUint32(b[16:], le.Uint32(info.Fields[4:])) // ssi_uid
-	le.PutUint32(b[44:], le.Uint32(info.Fields[8:])) // ssi_status, for SIGCHLD
-	le.PutUint32(b[48:], le.Uint32(info.Fields[8:])) // ssi_int, for sigqueue
-	le.PutUint64(b[56:], le.Uint64(info.Fields[8:])) // ssi_ptr
-	le.PutUint64(b[80:], le.Uint64(info.Fields[0:])) // ssi_addr, for faults
+	value := func() { // si_value, after the sender or the timer
+		copy(b[ssiInt:ssiInt+4], f[8:12])
+		copy(b[ssiPtr:ssiPtr+8], f[8:16])
+	}
+	switch code := info.Code; {
+	case code == linuxabi.SI_TIMER:
+		copy(b[ssiTid:ssiTid+4], f[0:4])
+		copy(b[ssiOverrun:ssiOverrun+4], f[4:8])
+		value()
+	case code < 0: // sigqueue, tkill and the other calls that send
+		copy(b[ssiPid:ssiPid+8], f[0:8]) // ssi_pid, ssi_uid
+		value()
+	case code > linuxabi.SI_USER && code < linuxabi.SI_KERNEL && info.Signo == int32(unix.SIGCHLD):
+		copy(b[ssiPid:ssiPid+8], f[0:8])
+		copy(b[ssiStatus:ssiStatus+4], f[8:12])
+		copy(b[ssiUtime:ssiUtime+8], f[16:24])
+		copy(b[ssiStime:ssiStime+8], f[24:32])
+	case code > linuxabi.SI_USER && code < linuxabi.SI_KERNEL && faultSignal(info.Signo):
+		copy(b[ssiAddr:ssiAddr+8], f[0:8])
+	default: // kill, and signals the kernel sends
+		copy(b[ssiPid:ssiPid+8], f[0:8])
+	}
 	return b
+}
+
+// faultSignal reports whether a signal the kernel sends with a code of its
+// own carries a fault's address.
+func faultSignal(sig int32) bool {
+	switch unix.Signal(sig) {
+	case unix.SIGSEGV, unix.SIGBUS, unix.SIGILL, unix.SIGFPE, unix.SIGTRAP:
+		return true
+	}
+	return false
 }
 
 // Readiness implements waiter.Waitable, for the owner's signals.
