@@ -47,7 +47,7 @@ func Futex(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		if err != nil {
 			return 0, err
 		}
-		n, err := t.FutexWake(addr, int(val), bitset, private)
+		n, err := t.FutexWake(addr, int(int32(val)), bitset, private)
 		return retErr(uintptr(n), err)
 	case linuxabi.FUTEX_REQUEUE, linuxabi.FUTEX_CMP_REQUEUE:
 		nMove := int(int32(timeout)) // val2, passed where the timeout goes
@@ -57,7 +57,7 @@ func Futex(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		n, err := t.FutexRequeue(addr, addr2, int(val), nMove, cmd == linuxabi.FUTEX_CMP_REQUEUE, val3, private)
 		return retErr(uintptr(n), err)
 	case linuxabi.FUTEX_WAKE_OP:
-		n, err := t.FutexWakeOp(addr, addr2, int(val), int(int32(timeout)), val3, private)
+		n, err := t.FutexWakeOp(addr, addr2, int(int32(val)), int(int32(timeout)), val3, private)
 		return retErr(uintptr(n), err)
 	}
 	return 0, unix.ENOSYS

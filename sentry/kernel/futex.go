@@ -98,7 +98,9 @@ func (ft *futexTable) wakeLocked(key mm.FutexKey, n int, bitset uint32) int {
 	return woken
 }
 
-// FutexWake wakes up to n tasks waiting on the word at addr.
+// FutexWake wakes up to n tasks waiting on the word at addr; a count of 0
+// or less wakes one, as Linux's futex_wake does (it tests the count only
+// after a wake).
 func (t *Task) FutexWake(addr uintptr, n int, bitset uint32, private bool) (int, error) {
 	key, err := t.mm.FutexKey(addr, private)
 	if err != nil {
@@ -107,7 +109,7 @@ func (t *Task) FutexWake(addr uintptr, n int, bitset uint32, private bool) (int,
 	ft := &t.k.futexes
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
-	return ft.wakeLocked(key, n, bitset), nil
+	return ft.wakeLocked(key, max(n, 1), bitset), nil
 }
 
 // FutexRequeue wakes up to nWake waiters on addr and moves up to nMove
@@ -149,7 +151,8 @@ func (t *Task) FutexRequeue(addr, addr2 uintptr, nWake, nMove int, cmp bool, val
 
 // FutexWakeOp implements FUTEX_WAKE_OP: it changes the word at addr2 with
 // op, wakes up to n waiters on addr, and if the old value of addr2 meets
-// op's comparison, up to n2 waiters on addr2.
+// op's comparison, up to n2 waiters on addr2 (each count at least one, as
+// FutexWake's).
 func (t *Task) FutexWakeOp(addr, addr2 uintptr, n, n2 int, op uint32, private bool) (int, error) {
 	key, err := t.mm.FutexKey(addr, private)
 	if err != nil {
@@ -194,7 +197,7 @@ func (t *Task) FutexWakeOp(addr, addr2 uintptr, n, n2 int, op uint32, private bo
 	if bad {
 		return 0, unix.ENOSYS
 	}
-	woken := ft.wakeLocked(key, n, linuxabi.FUTEX_BITSET_MATCH_ANY)
+	woken := ft.wakeLocked(key, max(n, 1), linuxabi.FUTEX_BITSET_MATCH_ANY)
 	o, c := int32(old), int32(cmparg)
 	var hit bool
 	switch cmpType {
@@ -214,7 +217,7 @@ func (t *Task) FutexWakeOp(addr, addr2 uintptr, n, n2 int, op uint32, private bo
 		return woken, unix.ENOSYS
 	}
 	if hit {
-		woken += ft.wakeLocked(key2, n2, linuxabi.FUTEX_BITSET_MATCH_ANY)
+		woken += ft.wakeLocked(key2, max(n2, 1), linuxabi.FUTEX_BITSET_MATCH_ANY)
 	}
 	return woken, nil
 }
