@@ -152,7 +152,8 @@ func (t *Task) FutexRequeue(addr, addr2 uintptr, nWake, nMove int, cmp bool, val
 // FutexWakeOp implements FUTEX_WAKE_OP: it changes the word at addr2 with
 // op, wakes up to n waiters on addr, and if the old value of addr2 meets
 // op's comparison, up to n2 waiters on addr2 (each count at least one, as
-// FutexWake's).
+// FutexWake's). An unknown comparison is found only once the word has
+// changed: then no one is woken.
 func (t *Task) FutexWakeOp(addr, addr2 uintptr, n, n2 int, op uint32, private bool) (int, error) {
 	key, err := t.mm.FutexKey(addr, private)
 	if err != nil {
@@ -163,12 +164,11 @@ func (t *Task) FutexWakeOp(addr, addr2 uintptr, n, n2 int, op uint32, private bo
 		return 0, err
 	}
 	opType, cmpType := (op>>28)&0xf, (op>>24)&0xf
-	oparg, cmparg := (op>>12)&0xfff, op&0xfff
+	// Both arguments are signed 12-bit numbers.
+	oparg, cmparg := uint32(int32(op<<8)>>20), int32(op<<20)>>20
 	if opType&8 != 0 { // FUTEX_OP_OPARG_SHIFT
-		if oparg > 31 {
-			return 0, unix.EINVAL
-		}
-		oparg = 1 << oparg
+		// Linux takes a shift out of 0..31 modulo 32 (and logs it).
+		oparg = 1 << (oparg & 31)
 		opType &^= 8
 	}
 	ft := &t.k.futexes
@@ -197,25 +197,25 @@ func (t *Task) FutexWakeOp(addr, addr2 uintptr, n, n2 int, op uint32, private bo
 	if bad {
 		return 0, unix.ENOSYS
 	}
-	woken := ft.wakeLocked(key, max(n, 1), linuxabi.FUTEX_BITSET_MATCH_ANY)
-	o, c := int32(old), int32(cmparg)
+	o := int32(old)
 	var hit bool
 	switch cmpType {
 	case 0:
-		hit = o == c
+		hit = o == cmparg
 	case 1:
-		hit = o != c
+		hit = o != cmparg
 	case 2:
-		hit = o < c
+		hit = o < cmparg
 	case 3:
-		hit = o <= c
+		hit = o <= cmparg
 	case 4:
-		hit = o > c
+		hit = o > cmparg
 	case 5:
-		hit = o >= c
+		hit = o >= cmparg
 	default:
-		return woken, unix.ENOSYS
+		return 0, unix.ENOSYS
 	}
+	woken := ft.wakeLocked(key, max(n, 1), linuxabi.FUTEX_BITSET_MATCH_ANY)
 	if hit {
 		woken += ft.wakeLocked(key2, max(n2, 1), linuxabi.FUTEX_BITSET_MATCH_ANY)
 	}
