@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"path"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -141,18 +140,14 @@ func (k *Kernel) loadProgram(target ExecTarget, creds *Credentials, argv, envv [
 			if depth == 0 && target.PathInaccessible {
 				return nil, unix.ENOENT
 			}
-			interp, arg, err := parseShebang(head[2:n])
+			words, err := parseShebang(head[:n])
 			if err != nil {
 				return nil, err
 			}
 			// argv[0] is replaced by the interpreter, its argument and the
 			// script's path.
-			nargv := []string{interp}
-			if arg != "" {
-				nargv = append(nargv, arg)
-			}
-			argv = append(append(nargv, filename), argv[1:]...)
-			name, filename, res = interp, interp, target.Cwd
+			argv = append(append(words, filename), argv[1:]...)
+			name, filename, res = interpName(words[0]), words[0], target.Cwd
 			continue
 		}
 		img, err := k.loadELF(res, creds, f, filename, argv, envv)
@@ -161,25 +156,78 @@ func (k *Kernel) loadProgram(target ExecTarget, creds *Credentials, argv, envv [
 	}
 }
 
-// parseShebang splits a "#!" line into the interpreter and one optional
-// argument (everything after the first blank, trimmed).
-func parseShebang(b []byte) (string, string, error) {
-	i := bytes.IndexByte(b, '\n')
-	if i < 0 {
-		if len(b) == scriptHeaderMax-2 {
-			return "", "", unix.ENOEXEC // the line does not fit
+// parseShebang parses the "#!" line at the start of head, a script's
+// first bytes (at most scriptHeaderMax are read), as Linux's binfmt_script
+// does, and returns the interpreter and its optional argument. Blanks and
+// tabs separate them; the argument is the rest of the line, trailing blanks
+// and tabs dropped, and a NUL ends either. When the buffer holds no
+// newline, the line runs to its last byte, which gives way to the NUL that
+// ends it: the argument may be cut, but the interpreter's name must end
+// within the buffer (ENOEXEC otherwise), as must a line of blanks.
+func parseShebang(head []byte) ([]string, error) {
+	if len(head) < 2 || head[0] != '#' || head[1] != '!' {
+		return nil, unix.ENOEXEC
+	}
+	var buf [scriptHeaderMax]byte // past the file's end, NULs
+	copy(buf[:], head)
+	blank := func(c byte) bool { return c == ' ' || c == '\t' }
+	// nonBlank and nameEnd return the first index in [i, j] that is not
+	// blank, or that ends a name (a blank or a NUL); -1 if none.
+	nonBlank := func(i, j int) int {
+		for ; i <= j; i++ {
+			if !blank(buf[i]) {
+				return i
+			}
 		}
-		i = len(b)
+		return -1
 	}
-	line := strings.Trim(string(b[:i]), " \t")
-	if line == "" {
-		return "", "", unix.ENOEXEC
+	nameEnd := func(i, j int) int {
+		for ; i <= j; i++ {
+			if blank(buf[i]) || buf[i] == 0 {
+				return i
+			}
+		}
+		return -1
 	}
-	interp, arg, _ := strings.Cut(line, " ")
-	if j := strings.IndexByte(interp, '\t'); j >= 0 {
-		interp, arg = interp[:j], interp[j+1:]+" "+arg
+	end := bytes.IndexByte(buf[:], '\n')
+	if end < 0 {
+		last := len(buf) - 1
+		if first := nonBlank(2, last); first < 0 || nameEnd(first, last) < 0 {
+			return nil, unix.ENOEXEC
+		}
+		end = last
 	}
-	return interp, strings.Trim(arg, " \t"), nil
+	for blank(buf[end-1]) {
+		end--
+	}
+	name := nonBlank(2, end)
+	if name < 0 || name == end {
+		return nil, unix.ENOEXEC
+	}
+	arg := -1
+	sep := nameEnd(name, end)
+	if sep >= 0 && buf[sep] != 0 {
+		arg = nonBlank(sep, end)
+	}
+	buf[end] = 0
+	if arg >= 0 {
+		buf[sep] = 0
+	}
+	cstring := func(b []byte) string { return string(b[:bytes.IndexByte(b, 0)]) }
+	words := []string{cstring(buf[name:])}
+	if arg >= 0 {
+		words = append(words, cstring(buf[arg:]))
+	}
+	return words, nil
+}
+
+// interpName is the name an interpreter is looked up by: Linux looks up
+// an empty one, as the kernel's own names may be, as the working directory.
+func interpName(name string) string {
+	if name == "" {
+		return "."
+	}
+	return name
 }
 
 // loadELF loads an ELF executable into a new memory manager.
@@ -195,7 +243,7 @@ func (k *Kernel) loadELF(res vfs.Resolver, creds *Credentials, f execFile, name 
 	m.SetMmapBase(top - loader.StackSize - 128<<20 - randomPages(1<<16))
 	interpRes := vfs.Resolver{Root: res.Root, Start: res.Root}
 	img, err := loader.Load(m, f.r, vfs.PathName(f.path, res.Root), func(p string) (loader.File, error) {
-		ef, err := k.openExec(interpRes, p)
+		ef, err := k.openExec(interpRes, interpName(p))
 		if err != nil {
 			return nil, err
 		}
