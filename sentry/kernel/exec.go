@@ -17,7 +17,10 @@ import (
 // Limits on interpreter scripts, as in Linux's binfmt_script.
 const (
 	scriptHeaderMax = 256 // BINPRM_BUF_SIZE
-	maxScriptDepth  = 4
+	// maxScriptDepth is how many scripts may run one another: Linux's
+	// exec_binprm gives up (ELOOP) when a sixth would hand over to the
+	// interpreter it has just opened.
+	maxScriptDepth = 5
 )
 
 // image is a program ready to run: its memory (not yet in an address
@@ -126,6 +129,10 @@ func (k *Kernel) loadProgram(target ExecTarget, creds *Credentials, argv, envv [
 		if err != nil {
 			return nil, err
 		}
+		if depth > maxScriptDepth {
+			f.close()
+			return nil, unix.ELOOP
+		}
 		var head [scriptHeaderMax]byte
 		n, err := f.r.ReadAt(head[:], 0)
 		if err != nil && err != io.EOF {
@@ -134,15 +141,12 @@ func (k *Kernel) loadProgram(target ExecTarget, creds *Credentials, argv, envv [
 		}
 		if n >= 2 && head[0] == '#' && head[1] == '!' {
 			f.close()
-			if depth == maxScriptDepth {
-				return nil, unix.ELOOP
-			}
-			if depth == 0 && target.PathInaccessible {
-				return nil, unix.ENOENT
-			}
 			words, err := parseShebang(head[:n])
 			if err != nil {
 				return nil, err
+			}
+			if depth == 0 && target.PathInaccessible {
+				return nil, unix.ENOENT
 			}
 			// argv[0] is replaced by the interpreter, its argument and the
 			// script's path.
