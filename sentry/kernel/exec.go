@@ -103,6 +103,9 @@ func (k *Kernel) loadProgram(target ExecTarget, creds *Credentials, argv, envv [
 	if filename == "" {
 		filename = name
 	}
+	// The program is told the name execve was given (AT_EXECFN) and named
+	// after it, whatever interpreters run it (fs/exec.c: bprm->filename).
+	execfn := filename
 	if len(argv) == 0 {
 		argv = []string{""} // Linux gives a program run with no arguments one empty one
 	}
@@ -154,7 +157,7 @@ func (k *Kernel) loadProgram(target ExecTarget, creds *Credentials, argv, envv [
 			name, filename, res = interpName(words[0]), words[0], target.Cwd
 			continue
 		}
-		img, err := k.loadELF(res, creds, f, filename, argv, envv)
+		img, err := k.loadELF(res, creds, f, execfn, argv, envv)
 		f.close()
 		return img, err
 	}
