@@ -157,7 +157,7 @@ func (k *Kernel) loadProgram(target ExecTarget, creds *Credentials, argv, envv [
 			name, filename, res = interpName(words[0]), words[0], target.Cwd
 			continue
 		}
-		img, err := k.loadELF(res, creds, f, execfn, argv, envv)
+		img, err := k.loadELF(res, target.Cwd, creds, f, execfn, argv, envv)
 		f.close()
 		return img, err
 	}
@@ -237,8 +237,9 @@ func interpName(name string) string {
 	return name
 }
 
-// loadELF loads an ELF executable into a new memory manager.
-func (k *Kernel) loadELF(res vfs.Resolver, creds *Credentials, f execFile, name string, argv, envv []string) (*image, error) {
+// loadELF loads an ELF executable into a new memory manager. Its
+// interpreter is looked up from cwd, as Linux opens PT_INTERP's name.
+func (k *Kernel) loadELF(res, cwd vfs.Resolver, creds *Credentials, f execFile, name string, argv, envv []string) (*image, error) {
 	m := mm.New(k.MemFile, nil, k.Platform.MaxUserAddress())
 	ok := false
 	defer func() {
@@ -248,9 +249,8 @@ func (k *Kernel) loadELF(res vfs.Resolver, creds *Credentials, f execFile, name 
 	}()
 	top := m.MaxAddr() - randomPages(1<<16)
 	m.SetMmapBase(top - loader.StackSize - 128<<20 - randomPages(1<<16))
-	interpRes := vfs.Resolver{Root: res.Root, Start: res.Root}
 	img, err := loader.Load(m, f.r, vfs.PathName(f.path, res.Root), func(p string) (loader.File, error) {
-		ef, err := k.openExec(interpRes, interpName(p))
+		ef, err := k.openExec(cwd, interpName(p))
 		if err != nil {
 			return nil, err
 		}
