@@ -123,11 +123,15 @@ func status(t *kernel.Task) ([]byte, error) {
 	c.Lock()
 	uid := fmt.Sprintf("%d\t%d\t%d\t%d", c.UID, c.EUID, c.SUID, c.FSUID)
 	gid := fmt.Sprintf("%d\t%d\t%d\t%d", c.GID, c.EGID, c.SGID, c.FSGID)
-	groups := make([]string, len(c.Groups))
-	for i, g := range c.Groups {
-		groups[i] = strconv.Itoa(int(g))
+	// Each group is followed by a space, the last too, as Linux prints them.
+	var groups strings.Builder
+	for _, g := range c.Groups {
+		groups.WriteString(strconv.Itoa(int(g)) + " ")
 	}
-	capInh, capPrm, capEff := c.CapInheritable, c.CapPermitted, c.CapEffective
+	if len(c.Groups) == 0 {
+		groups.WriteString(" ")
+	}
+	capInh, capPrm, capEff, capBnd := c.CapInheritable, c.CapPermitted, c.CapEffective, c.CapBounding
 	c.Unlock()
 	u := t.MM().Usage()
 	rss := t.MM().ResidentBytes()
@@ -140,7 +144,7 @@ func status(t *kernel.Task) ([]byte, error) {
 	kb := func(name string, v uint64) { fmt.Fprintf(&b, "%s:\t%8d kB\n", name, v/1024) }
 	fmt.Fprintf(&b, "Name:\t%s\nUmask:\t%04o\nState:\t%s\nTgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\nTracerPid:\t0\n",
 		t.Comm(), t.FS().Umask(), taskState(t), t.PID(), t.PID(), t.PPID())
-	fmt.Fprintf(&b, "Uid:\t%s\nGid:\t%s\nFDSize:\t64\nGroups:\t%s\n", uid, gid, strings.Join(groups, " "))
+	fmt.Fprintf(&b, "Uid:\t%s\nGid:\t%s\nFDSize:\t64\nGroups:\t%s\n", uid, gid, groups.String())
 	fmt.Fprintf(&b, "NStgid:\t%d\nNSpid:\t%d\nNSpgid:\t%d\nNSsid:\t%d\n", t.PID(), t.PID(), t.PGID(), t.SID())
 	kb("VmPeak", u.Size)
 	kb("VmSize", u.Size)
@@ -153,7 +157,7 @@ func status(t *kernel.Task) ([]byte, error) {
 	fmt.Fprintf(&b, "Threads:\t%d\nSigQ:\t0/%d\nSigPnd:\t%016x\nShdPnd:\t%016x\nSigBlk:\t%016x\nSigIgn:\t%016x\nSigCgt:\t%016x\n",
 		len(t.ThreadGroup().Tasks()), t.Limits().Get(unix.RLIMIT_SIGPENDING).Cur, 0, 0, t.SigMask(), ign, cgt)
 	fmt.Fprintf(&b, "CapInh:\t%016x\nCapPrm:\t%016x\nCapEff:\t%016x\nCapBnd:\t%016x\nCapAmb:\t%016x\n",
-		capInh, capPrm, capEff, uint64(1)<<41-1, 0)
+		capInh, capPrm, capEff, capBnd, 0)
 	fmt.Fprintf(&b, "NoNewPrivs:\t%d\nSeccomp:\t0\nSeccomp_filters:\t0\n", noNewPrivs)
 	fmt.Fprintf(&b, "voluntary_ctxt_switches:\t0\nnonvoluntary_ctxt_switches:\t0\n")
 	return []byte(b.String()), nil
@@ -204,7 +208,8 @@ func statLine(t *kernel.Task) ([]byte, error) {
 func statm(t *kernel.Task) ([]byte, error) {
 	u := t.MM().Usage()
 	rss := t.MM().ResidentBytes()
-	return []byte(fmt.Sprintf("%d %d 0 0 0 %d 0\n", u.Size/mm.PageSize, rss/mm.PageSize, u.Data/mm.PageSize)), nil
+	// data is the data and the stack, as Linux's data_vm + stack_vm.
+	return []byte(fmt.Sprintf("%d %d 0 0 0 %d 0\n", u.Size/mm.PageSize, rss/mm.PageSize, (u.Data+u.Stack)/mm.PageSize)), nil
 }
 
 func maps(t *kernel.Task) ([]byte, error) {
@@ -223,7 +228,9 @@ func maps(t *kernel.Task) ([]byte, error) {
 		if m.Shared {
 			perm[3] = 's'
 		}
-		line := fmt.Sprintf("%08x-%08x %s %08x 00:00 0", m.Start, m.End, perm, m.Offset)
+		// The fields end with a space; a name is padded to column 74,
+		// as Linux's show_map_vma prints it.
+		line := fmt.Sprintf("%08x-%08x %s %08x 00:00 0 ", m.Start, m.End, perm, m.Offset)
 		if m.Name != "" {
 			line = fmt.Sprintf("%-72s %s", line, m.Name)
 		}
@@ -280,7 +287,11 @@ func limits(t *kernel.Task) ([]byte, error) {
 	}
 	for _, r := range limitRows {
 		l := t.Limits().Get(r.res)
-		fmt.Fprintf(&b, "%-25s %-20s %-20s %-10s\n", r.name, show(l.Cur), show(l.Max), r.unit)
+		fmt.Fprintf(&b, "%-25s %-20s %-20s ", r.name, show(l.Cur), show(l.Max))
+		if r.unit != "" {
+			fmt.Fprintf(&b, "%-10s", r.unit) // a row without a unit ends after the space
+		}
+		b.WriteString("\n")
 	}
 	return []byte(b.String()), nil
 }
