@@ -90,8 +90,8 @@ func (t *Task) exit() {
 	k.treeMu.Lock()
 	if k.tasks[t.tid] == t { // an exec'ing thread may have taken over the id
 		delete(k.tasks, t.tid)
-		k.countTaskLocked(t, -1)
 	}
+	k.countTaskLocked(t, -1) // the id's, or the exec'ing thread's: each task counts once
 	if last {
 		tg.itimer.stop()
 		tg.cpuLimit.stop()
