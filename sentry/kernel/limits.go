@@ -95,9 +95,12 @@ func (k *Kernel) mayAddTaskLocked(t *Task, limit uint64) bool {
 }
 
 // countTaskLocked adds delta to the count of t's user's tasks.
-func (k *Kernel) countTaskLocked(t *Task, delta int) {
-	k.nproc[t.nprocUID] += delta
-	if k.nproc[t.nprocUID] <= 0 {
-		delete(k.nproc, t.nprocUID)
+func (k *Kernel) countTaskLocked(t *Task, delta int) { k.countUIDLocked(t.nprocUID, delta) }
+
+// countUIDLocked adds delta to the count of uid's tasks.
+func (k *Kernel) countUIDLocked(uid uint32, delta int) {
+	k.nproc[uid] += delta
+	if k.nproc[uid] <= 0 {
+		delete(k.nproc, uid)
 	}
 }

@@ -91,8 +91,12 @@ func (t *Task) exit() {
 	if k.tasks[t.tid] == t { // an exec'ing thread may have taken over the id
 		delete(k.tasks, t.tid)
 	}
-	k.countTaskLocked(t, -1) // the id's, or the exec'ing thread's: each task counts once
-	if last {
+	if !last {
+		k.countTaskLocked(t, -1) // the id's, or the exec'ing thread's: each task counts once
+	} else {
+		// A zombie counts against its user's RLIMIT_NPROC until it is
+		// reaped, as Linux releases a process's leader only then.
+		tg.zombieNproc, tg.zombieNprocUID = true, t.nprocUID
 		tg.itimer.stop()
 		tg.cpuLimit.stop()
 		tg.usage = usage
@@ -162,6 +166,10 @@ func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 // reapLocked removes a zombie for good (treeMu held): its pid is free, and
 // what it used counts for its parent's children.
 func (tg *ThreadGroup) reapLocked() {
+	if tg.zombieNproc {
+		tg.k.countUIDLocked(tg.zombieNprocUID, -1)
+		tg.zombieNproc = false
+	}
 	if p := tg.parent; p != nil {
 		delete(p.children, tg)
 		p.childUsage.MaxRSS = max(p.childUsage.MaxRSS, tg.usage.MaxRSS, tg.childUsage.MaxRSS)

@@ -24,6 +24,10 @@ type ThreadGroup struct {
 	usage      Usage // what the process used, measured when it ended
 	childUsage Usage // summed over the children this process reaped (RUSAGE_CHILDREN)
 	execed     bool  // setpgid on a child that has exec'd gives EACCES
+	// zombieNproc: the zombie still counts as a task of zombieNprocUID
+	// for RLIMIT_NPROC, until it is reaped.
+	zombieNproc    bool
+	zombieNprocUID uint32
 
 	// Guarded by mu: tasks, signals, exit and stop state.
 	mu      sync.Mutex
