@@ -191,3 +191,13 @@ func fork(t *testing.T, g *fake.Guest, child fake.Program) int {
 	}
 	return pid
 }
+
+// waitZombie returns once pid has ended, leaving it a zombie (waitid with
+// WNOWAIT).
+func waitZombie(t *testing.T, g *fake.Guest, pid int) {
+	t.Helper()
+	info := g.Alloc(128)
+	if _, errno := g.Call(unix.SYS_WAITID, unix.P_PID, uintptr(pid), info, unix.WEXITED|unix.WNOWAIT, 0); errno != 0 {
+		t.Errorf("waitid(WNOWAIT) for %d: %v", pid, errno)
+	}
+}
