@@ -18,6 +18,8 @@ import (
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/moat-sandbox/moat/internal/bundle"
 )
 
 // version is moat's release, set at build time with
@@ -32,6 +34,7 @@ type globalOptions struct {
 	debug         bool
 	systemdCgroup bool
 	platform      string
+	rootfsWrites  string
 	log           *logger
 }
 
@@ -61,6 +64,8 @@ func moatMain(args []string) int {
 	o.Bool(&g.debug, "debug", "log debug lines")
 	o.Bool(&g.systemdCgroup, "systemd-cgroup", "accepted for compatibility with runc; it has no effect")
 	o.String(&g.platform, "platform", "NAME", "systrap", "how the sentry runs guest code: systrap (the only platform so far)")
+	o.String(&g.rootfsWrites, "rootfs-writes", "MODE", bundle.WritesOverlay,
+		"where writes to a writable root file system go: overlay (kept in the sandbox; the image stays as it was) or host (written to the bundle's rootfs); the annotation "+bundle.WritesAnnotation+" overrides it per container")
 	o.Bool(&showVersion, "version,v", "print the version and exit")
 	if err := o.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -71,6 +76,9 @@ func moatMain(args []string) int {
 	}
 	if g.platform != "systrap" {
 		return reportError(nil, "", fmt.Errorf("unknown --platform %q: moat supports systrap", g.platform))
+	}
+	if err := bundle.CheckWrites(g.rootfsWrites); err != nil {
+		return reportError(nil, "", fmt.Errorf("--rootfs-writes %v", err))
 	}
 	if showVersion {
 		fmt.Printf("moat version %s\nspec: %s\n", version, specs.Version)

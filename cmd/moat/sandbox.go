@@ -85,8 +85,13 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		}
 	}()
 
+	writes, err := b.RootfsWrites(g.rootfsWrites)
+	if err != nil {
+		return nil, err
+	}
 	goferArgs := []string{"--rootfs", b.Rootfs}
-	if b.Spec.Root.Readonly {
+	if b.Spec.Root.Readonly || writes == bundle.WritesOverlay {
+		// The image is never written: the gofer refuses it too.
 		goferArgs = append(goferArgs, "--readonly")
 	}
 	goferFDs := map[int]*os.File{control.GoferServeFD: goferEnds[0]}
@@ -147,6 +152,8 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		LogFormat: g.logFormat,
 		Debug:     g.debug,
 		Binds:     bindIndexes,
+
+		RootfsWrites: writes,
 	}
 	if err := handshake(cliSetupEnd, setup); err != nil {
 		if errors.Is(err, errSentryQuit) {

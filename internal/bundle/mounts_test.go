@@ -3,6 +3,7 @@ package bundle
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +53,35 @@ func TestBindMountErrorsNameTheMount(t *testing.T) {
 		{`[{"destination": "/tmp", "type": "tmpfs"}, {"destination": "/y", "options": ["bind"]}]`, "mounts[1].source", "missing"},
 	} {
 		expectError(t, writeBundle(t, withMounts(c.mounts)), c.field, c.want)
+	}
+}
+
+func TestRootfsWritesAnnotation(t *testing.T) {
+	for _, c := range []struct {
+		annotations string
+		want        string
+	}{
+		{`{}`, WritesOverlay},
+		{`{"dev.moat.rootfs-writes": "host"}`, WritesHost},
+		{`{"dev.moat.rootfs-writes": "overlay"}`, WritesOverlay},
+	} {
+		dir := writeBundle(t, `{"ociVersion": "1.0.2", "process": {"args": ["sh"], "cwd": "/"},
+			"root": {"path": "rootfs"}, "annotations": `+c.annotations+`}`)
+		b, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.RootfsWrites(WritesOverlay); err != nil || got != c.want {
+			t.Errorf("%s: %q, %v, want %q", c.annotations, got, err, c.want)
+		}
+	}
+	dir := writeBundle(t, `{"ociVersion": "1.0.2", "process": {"args": ["sh"], "cwd": "/"},
+		"root": {"path": "rootfs"}, "annotations": {"dev.moat.rootfs-writes": "disk"}}`)
+	b, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.RootfsWrites(WritesOverlay); err == nil || !strings.Contains(err.Error(), `annotations["dev.moat.rootfs-writes"]`) || !strings.Contains(err.Error(), `"disk"`) {
+		t.Errorf("bad annotation: %v", err)
 	}
 }

@@ -47,6 +47,10 @@ type Setup struct {
 	// Binds are the indexes in Spec.Mounts of the bind mounts, whose gofer
 	// sockets are on BootBindFD0 onwards, in this order.
 	Binds []int `json:"binds,omitempty"`
+	// RootfsWrites says where writes to a writable root go:
+	// bundle.WritesOverlay (an upper layer in the sandbox, over the image
+	// that the gofer serves read-only) or bundle.WritesHost.
+	RootfsWrites string `json:"rootfsWrites,omitempty"`
 }
 
 // Request is one control-socket call.

@@ -14,10 +14,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/gofer"
+	"github.com/moat-sandbox/moat/internal/bundle"
 	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/platform/systrap"
 	"github.com/moat-sandbox/moat/sentry/fs/devfs"
 	"github.com/moat-sandbox/moat/sentry/fs/goferfs"
+	"github.com/moat-sandbox/moat/sentry/fs/overlay"
 	"github.com/moat-sandbox/moat/sentry/fs/procfs"
 	"github.com/moat-sandbox/moat/sentry/fs/tmpfs"
 	"github.com/moat-sandbox/moat/sentry/kernel"
@@ -52,7 +54,7 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	if err != nil {
 		return nil, err
 	}
-	root, procs, err := buildTree(spec, setup.Binds, gofer.NewClient(goferFD), mf, log)
+	root, procs, err := buildTree(setup, gofer.NewClient(goferFD), mf, log)
 	if err != nil {
 		return nil, err
 	}
@@ -109,30 +111,22 @@ func readAuxv() (hostCPU, error) {
 	return h, nil
 }
 
-// buildTree mounts the gofer's rootfs at /, devfs at /dev, and the
-// config's mounts in its order: bind mounts through their gofer sockets
-// (binds are their indexes in spec.Mounts), tmpfs, and proc once the
-// kernel exists. Other mount types are not supported yet and are logged.
-func buildTree(spec *specsSpec, binds []int, c *gofer.Client, mf *memfile.File, log func(string, ...any)) (vfs.Path, []procMount, error) {
-	var cacheIn *memfile.File
-	if spec.Root.Readonly {
-		cacheIn = mf // a read-only image does not change: its pages can be cached
-	}
-	rootDentry, err := goferfs.New(c, cacheIn)
+// buildTree mounts the root file system at /, devfs at /dev, and the
+// config's mounts in its order: bind mounts through their gofer sockets,
+// tmpfs, and proc once the kernel exists. Other mount types are not
+// supported yet and are logged.
+func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, log func(string, ...any)) (vfs.Path, []procMount, error) {
+	spec := setup.Spec
+	root, err := mountRoot(spec.Root.Readonly, setup.RootfsWrites, c, mf)
 	if err != nil {
 		return vfs.Path{}, nil, fmt.Errorf("mount the root file system: %w", err)
 	}
-	flags := 0
-	if spec.Root.Readonly {
-		flags |= unix.MS_RDONLY
-	}
-	root := vfs.NewRootMount(rootDentry, "9p", flags).Root()
 	now, _ := unix.TimeToTimespec(timeNow())
 	if err := mountAt(root, "/dev", devfs.New(now), "devtmpfs", unix.MS_NOSUID); err != nil {
 		return vfs.Path{}, nil, err
 	}
-	bindFD := make(map[int]int, len(binds))
-	for j, index := range binds {
+	bindFD := make(map[int]int, len(setup.Binds))
+	for j, index := range setup.Binds {
 		bindFD[index] = control.BootBindFD0 + j
 	}
 	var procs []procMount
@@ -154,6 +148,33 @@ func buildTree(spec *specsSpec, binds []int, c *gofer.Client, mf *memfile.File, 
 		}
 	}
 	return root, procs, nil
+}
+
+// mountRoot makes the root file system: the image through the gofer, alone
+// if it is read-only or written through to the host, else under an overlay
+// whose upper layer is a tmpfs (the default: the image is never written). An
+// image that does not change has its files' pages cached in mf.
+func mountRoot(readonly bool, writes string, c *gofer.Client, mf *memfile.File) (vfs.Path, error) {
+	if !readonly && writes == bundle.WritesHost {
+		d, err := goferfs.New(c, nil)
+		if err != nil {
+			return vfs.Path{}, err
+		}
+		return vfs.NewRootMount(d, "9p", 0).Root(), nil
+	}
+	image, err := goferfs.New(c, mf)
+	if err != nil {
+		return vfs.Path{}, err
+	}
+	if readonly {
+		return vfs.NewRootMount(image, "9p", unix.MS_RDONLY).Root(), nil
+	}
+	upper := tmpfs.New(tmpfs.DefaultOptions())
+	d, err := overlay.New(image, upper)
+	if err != nil {
+		return vfs.Path{}, err
+	}
+	return vfs.NewRootMount(d, "overlay", 0).Root(), nil
 }
 
 // mountBind mounts the host tree a gofer socket serves at dest, with the
