@@ -18,23 +18,23 @@ import (
 
 // Auxiliary vector keys (include/uapi/linux/auxvec.h).
 const (
-	atBase   = 7
-	atEntry  = 9
-	atExecfn = 31
+	auxBase   = 7
+	auxEntry  = 9
+	auxExecfn = 31
 )
 
-// atFDCWD is AT_FDCWD (-100) as a system call argument.
-const atFDCWD = ^uintptr(99)
+// atFDCWDArg is AT_FDCWD (-100) as a system call argument.
+const atFDCWDArg = ^uintptr(99)
 
-// startup is what a program found when it started.
-type startup struct {
+// execStartup is what a program found when it started.
+type execStartup struct {
 	argv        []string
 	execfn      string
 	comm        string
 	base, entry uint64
 }
 
-func cstring(g *fake.Guest, addr uintptr) string {
+func guestString(g *fake.Guest, addr uintptr) string {
 	var s []byte
 	var b [1]byte
 	for ; len(s) < 4096; addr++ {
@@ -47,43 +47,43 @@ func cstring(g *fake.Guest, addr uintptr) string {
 	return string(s)
 }
 
-// readStartup reads argv and the auxiliary vector from the initial stack
+// readExecStartup reads argv and the auxiliary vector from the initial stack
 // at %rsp, as a C runtime does, and the task's name.
-func readStartup(g *fake.Guest) startup {
-	var st startup
+func readExecStartup(g *fake.Guest) execStartup {
+	var st execStartup
 	sp := uintptr(g.Regs().Rsp)
 	argc := g.ReadU64(sp)
 	p := sp + 8
 	for i := uint64(0); i < argc; i, p = i+1, p+8 {
-		st.argv = append(st.argv, cstring(g, uintptr(g.ReadU64(p))))
+		st.argv = append(st.argv, guestString(g, uintptr(g.ReadU64(p))))
 	}
 	for p += 8; g.ReadU64(p) != 0; p += 8 { // envp
 	}
 	for p += 8; g.ReadU64(p) != 0; p += 16 {
 		switch v := g.ReadU64(p + 8); g.ReadU64(p) {
-		case atExecfn:
-			st.execfn = cstring(g, uintptr(v))
-		case atBase:
+		case auxExecfn:
+			st.execfn = guestString(g, uintptr(v))
+		case auxBase:
 			st.base = v
-		case atEntry:
+		case auxEntry:
 			st.entry = v
 		}
 	}
 	buf := g.Alloc(16)
 	g.Call(unix.SYS_PRCTL, unix.PR_GET_NAME, buf)
-	st.comm = cstring(g, buf)
+	st.comm = guestString(g, buf)
 	return st
 }
 
-// execResult runs main as init of a sandbox with /bin/interp, an
-// interpreter that records its startup; main execs something. It returns
-// the interpreter's startup, if it ran, and the errno main reported.
-func execResult(t *testing.T, setup func(s *kerneltest.Sandbox), main func(g *fake.Guest) unix.Errno) (*startup, unix.Errno) {
+// runExec runs main as init of a sandbox with /bin/interp, an
+// interpreter that records its execStartup; main execs something. It returns
+// the interpreter's execStartup, if it ran, and the errno main reported.
+func runExec(t *testing.T, setup func(s *kerneltest.Sandbox), main func(g *fake.Guest) unix.Errno) (*execStartup, unix.Errno) {
 	t.Helper()
 	s := kerneltest.New(t, syscalls.NewTable())
-	var ran *startup
+	var ran *execStartup
 	s.AddProgram("/bin/interp", func(g *fake.Guest) {
-		st := readStartup(g)
+		st := readExecStartup(g)
 		ran = &st
 	})
 	if setup != nil {
@@ -100,7 +100,7 @@ func execResult(t *testing.T, setup func(s *kerneltest.Sandbox), main func(g *fa
 	return ran, errno
 }
 
-func execve(g *fake.Guest, name string, argv []string) unix.Errno {
+func execvePath(g *fake.Guest, name string, argv []string) unix.Errno {
 	args := uintptr(0)
 	if argv != nil {
 		args = g.CStrings(argv)
@@ -129,7 +129,7 @@ func TestExecOfAScriptGivesItsInterpreterLinuxsArguments(t *testing.T) {
 		{"a missing interpreter", "#!/bin/none\n", []string{"s"}, "", nil, unix.ENOENT},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, errno := execResult(t, func(s *kerneltest.Sandbox) {
+			got, errno := runExec(t, func(s *kerneltest.Sandbox) {
 				s.WriteFile("/tmp/script", 0o755, []byte(c.script))
 			}, func(g *fake.Guest) unix.Errno {
 				if c.cwd != "" {
@@ -137,7 +137,7 @@ func TestExecOfAScriptGivesItsInterpreterLinuxsArguments(t *testing.T) {
 						return errno
 					}
 				}
-				return execve(g, "/tmp/script", c.argv)
+				return execvePath(g, "/tmp/script", c.argv)
 			})
 			if c.errno != 0 {
 				if got != nil || errno != c.errno {
@@ -158,9 +158,9 @@ func TestExecOfAScriptGivesItsInterpreterLinuxsArguments(t *testing.T) {
 func TestExecOfAScriptTellsTheProgramTheScriptsName(t *testing.T) {
 	// AT_EXECFN is the name execve was given and the task is named after
 	// it (fs/exec.c: bprm->filename), though the interpreter runs.
-	got, errno := execResult(t, func(s *kerneltest.Sandbox) {
+	got, errno := runExec(t, func(s *kerneltest.Sandbox) {
 		s.WriteFile("/tmp/myscript", 0o755, []byte("#!/bin/interp\n"))
-	}, func(g *fake.Guest) unix.Errno { return execve(g, "/tmp/myscript", []string{"x"}) })
+	}, func(g *fake.Guest) unix.Errno { return execvePath(g, "/tmp/myscript", []string{"x"}) })
 	if got == nil {
 		t.Fatalf("execve: %v", errno)
 	}
@@ -169,9 +169,9 @@ func TestExecOfAScriptTellsTheProgramTheScriptsName(t *testing.T) {
 	}
 }
 
-// chain writes /tmp/s1 (running inner) and /tmp/s2 ... /tmp/sN, each
+// writeScriptChain writes /tmp/s1 (running inner) and /tmp/s2 ... /tmp/sN, each
 // running the one before with an argument aK.
-func chain(s *kerneltest.Sandbox, n int, inner string) {
+func writeScriptChain(s *kerneltest.Sandbox, n int, inner string) {
 	s.WriteFile("/tmp/s1", 0o755, []byte(inner))
 	for k := 2; k <= n; k++ {
 		s.WriteFile(fmt.Sprintf("/tmp/s%d", k), 0o755, []byte(fmt.Sprintf("#!/tmp/s%d a%d\n", k-1, k)))
@@ -179,8 +179,8 @@ func chain(s *kerneltest.Sandbox, n int, inner string) {
 }
 
 func TestExecFollowsFiveScriptsAndNoMore(t *testing.T) {
-	got, errno := execResult(t, func(s *kerneltest.Sandbox) { chain(s, 5, "#!/bin/interp a1\n") },
-		func(g *fake.Guest) unix.Errno { return execve(g, "/tmp/s5", []string{"s5", "n"}) })
+	got, errno := runExec(t, func(s *kerneltest.Sandbox) { writeScriptChain(s, 5, "#!/bin/interp a1\n") },
+		func(g *fake.Guest) unix.Errno { return execvePath(g, "/tmp/s5", []string{"s5", "n"}) })
 	want := []string{"/bin/interp", "a1", "/tmp/s1", "a2", "/tmp/s2", "a3", "/tmp/s3", "a4", "/tmp/s4", "a5", "/tmp/s5", "n"}
 	if got == nil || !slices.Equal(got.argv, want) || got.execfn != "/tmp/s5" || got.comm != "s5" {
 		t.Errorf("five scripts: ran %+v (errno %v), want argv %q", got, errno, want)
@@ -192,8 +192,8 @@ func TestExecFollowsFiveScriptsAndNoMore(t *testing.T) {
 		"#!/bin/none\n":      unix.ENOENT,
 		"#!\n":               unix.ENOEXEC,
 	} {
-		got, errno := execResult(t, func(s *kerneltest.Sandbox) { chain(s, 6, inner) },
-			func(g *fake.Guest) unix.Errno { return execve(g, "/tmp/s6", []string{"s6"}) })
+		got, errno := runExec(t, func(s *kerneltest.Sandbox) { writeScriptChain(s, 6, inner) },
+			func(g *fake.Guest) unix.Errno { return execvePath(g, "/tmp/s6", []string{"s6"}) })
 		if got != nil || errno != want {
 			t.Errorf("six scripts, the first %q: ran %+v, errno %v; want %v", inner, got, errno, want)
 		}
@@ -215,11 +215,11 @@ func TestExecOfAScriptThroughACloseOnExecFD(t *testing.T) {
 		{"kept open", "#!/bin/interp\n", 0, 0},
 	} {
 		var fd uintptr
-		got, errno := execResult(t, func(s *kerneltest.Sandbox) {
+		got, errno := runExec(t, func(s *kerneltest.Sandbox) {
 			s.WriteFile("/tmp/script", 0o755, []byte(c.script))
 		}, func(g *fake.Guest) unix.Errno {
 			var errno unix.Errno
-			if fd, errno = g.Call(unix.SYS_OPENAT, atFDCWD, g.CString("/tmp/script"), uintptr(unix.O_RDONLY|c.flags)); errno != 0 {
+			if fd, errno = g.Call(unix.SYS_OPENAT, atFDCWDArg, g.CString("/tmp/script"), uintptr(unix.O_RDONLY|c.flags)); errno != 0 {
 				return errno
 			}
 			_, errno = g.Call(unix.SYS_EXECVEAT, fd, g.CString(""), g.CStrings([]string{"x"}), g.CStrings(nil), unix.AT_EMPTY_PATH)
@@ -235,9 +235,9 @@ func TestExecOfAScriptThroughACloseOnExecFD(t *testing.T) {
 	}
 }
 
-// withInterp returns prog, a kerneltest ELF, with a PT_INTERP naming
+// elfWithInterp returns prog, a kerneltest ELF, with a PT_INTERP naming
 // interp appended to its program headers.
-func withInterp(prog []byte, interp string) []byte {
+func elfWithInterp(prog []byte, interp string) []byte {
 	const ehdrSize, phdrSize = 64, 56
 	b := append([]byte(nil), prog...)
 	phnum := int(b[56]) | int(b[57])<<8
@@ -267,14 +267,14 @@ func TestExecFindsARelativeELFInterpreterFromTheWorkingDirectory(t *testing.T) {
 	// which runs at its own addresses with AT_BASE 0.
 	for cwd, want := range map[string]unix.Errno{"/bin": 0, "/": unix.ENOENT} {
 		var mainEntry uint64
-		got, errno := execResult(t, func(s *kerneltest.Sandbox) {
+		got, errno := runExec(t, func(s *kerneltest.Sandbox) {
 			mainEntry = s.Platform.Program(func(g *fake.Guest) { t.Errorf("the program ran, not its interpreter") })
-			s.WriteFile("/tmp/dyn", 0o755, withInterp(kerneltest.ELF(mainEntry), "interp"))
+			s.WriteFile("/tmp/dyn", 0o755, elfWithInterp(kerneltest.ELF(mainEntry), "interp"))
 		}, func(g *fake.Guest) unix.Errno {
 			if _, errno := g.Call(unix.SYS_CHDIR, g.CString(cwd)); errno != 0 {
 				return errno
 			}
-			return execve(g, "/tmp/dyn", []string{"dyn"})
+			return execvePath(g, "/tmp/dyn", []string{"dyn"})
 		})
 		switch {
 		case want != 0 && (got != nil || errno != want):
