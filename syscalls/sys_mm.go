@@ -82,6 +82,17 @@ func fileMapping(f *vfs.File, root vfs.Path, o *mm.MMapOpts, off uint64) error {
 			o.MaxProt = platform.ProtRead | platform.ProtExec
 		}
 	}
+	if m := f.Path().Mount; m != nil && m.Flags&unix.MS_NOEXEC != 0 {
+		// A file on a noexec mount never runs: not mapped, nor made,
+		// executable.
+		if o.Prot&platform.ProtExec != 0 {
+			return unix.EPERM
+		}
+		if o.MaxProt == 0 {
+			o.MaxProt = platform.ProtRead | platform.ProtWrite | platform.ProtExec
+		}
+		o.MaxProt &^= platform.ProtExec
+	}
 	o.File, o.Offset = src, off
 	if c, ok := f.Impl().(mm.Cacheable); ok && (!o.Shared || o.MaxProt&platform.ProtWrite == 0) {
 		o.Cache = c.FileCache()

@@ -68,8 +68,11 @@ func (k *Kernel) openExec(res vfs.Resolver, name string) (execFile, error) {
 	return k.openExecPath(p)
 }
 
-// openExecPath opens a resolved program.
+// openExecPath opens a resolved program. Nothing on a noexec mount runs.
 func (k *Kernel) openExecPath(p vfs.Path) (execFile, error) {
+	if p.Mount != nil && p.Mount.Flags&unix.MS_NOEXEC != 0 {
+		return execFile{}, unix.EACCES
+	}
 	st, err := p.Dentry.Inode().Stat()
 	if err != nil {
 		return execFile{}, err

@@ -126,6 +126,19 @@ func (s *Sandbox) ReadFile(name string) []byte {
 	}
 }
 
+// Mount attaches the file system whose root is d at the directory name,
+// with MS_* flags.
+func (s *Sandbox) Mount(name string, d *vfs.Dentry, fsType string, flags int) {
+	s.T.Helper()
+	p, err := vfs.Resolver{Root: s.Root, Start: s.Root}.Lookup(name, true)
+	if err != nil {
+		s.T.Fatalf("mount point %s: %v", name, err)
+	}
+	if _, err := vfs.Attach(p, d, fsType, flags); err != nil {
+		s.T.Fatalf("mount at %s: %v", name, err)
+	}
+}
+
 // Lookup resolves name from the root, not following a final symlink.
 func (s *Sandbox) Lookup(name string) vfs.Path {
 	s.T.Helper()
