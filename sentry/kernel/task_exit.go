@@ -109,9 +109,9 @@ func (t *Task) exit() {
 }
 
 // becomeZombieLocked (treeMu held) hands the process's children to the
-// nearest subreaper or init, and tells the parent: a signal and a wake-up,
-// or, if the parent does not want to wait (SIGCHLD ignored, SA_NOCLDWAIT),
-// it reaps the process at once.
+// nearest subreaper or init, and tells the parent: a signal and a wake-up;
+// if the parent does not want to wait (SIGCHLD ignored, SA_NOCLDWAIT), it
+// reaps the process at once.
 func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 	k := tg.k
 	tg.zombie = true
@@ -145,20 +145,25 @@ func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 	if parent == nil {
 		return
 	}
+	// As Linux's do_notify_parent: a parent that ignores SIGCHLD is not
+	// sent it, one with SA_NOCLDWAIT is; neither waits for the zombie.
 	act := parent.Action(int(unix.SIGCHLD))
-	if tg.exitSignal == int(unix.SIGCHLD) && (act.Handler == linuxabi.SIG_IGN || act.Flags&linuxabi.SA_NOCLDWAIT != 0) {
-		tg.reapLocked()
-		parent.childEvents.broadcast()
-		return
+	sig := tg.exitSignal
+	autoreap := sig == int(unix.SIGCHLD) && (act.Handler == linuxabi.SIG_IGN || act.Flags&linuxabi.SA_NOCLDWAIT != 0)
+	if autoreap && act.Handler == linuxabi.SIG_IGN {
+		sig = 0
 	}
-	if tg.exitSignal != 0 && !parent.Unkillable(tg.exitSignal) {
-		info := SigInfo{Signo: int32(tg.exitSignal), Code: linuxabi.CLD_EXITED}
+	if sig != 0 && !parent.Unkillable(sig) {
+		info := SigInfo{Signo: int32(sig), Code: linuxabi.CLD_EXITED}
 		st := int32(status.Code)
 		if status.Signo != 0 {
 			info.Code, st = linuxabi.CLD_KILLED, int32(status.Signo)
 		}
 		info.SetChild(tg.pid, 0, st)
 		go parent.SendSignal(info)
+	}
+	if autoreap {
+		tg.reapLocked()
 	}
 	parent.childEvents.broadcast()
 }
