@@ -32,7 +32,7 @@ func Futex(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 				return 0, err
 			}
 			if cmd == linuxabi.FUTEX_WAIT {
-				deadline = time.Now().Add(time.Duration(ts.Nano()))
+				deadline = time.Now().Add(timespecDuration(ts))
 			} else {
 				deadline = absoluteDeadline(t, op&linuxabi.FUTEX_CLOCK_REALTIME != 0, ts)
 			}
@@ -83,5 +83,5 @@ func absoluteDeadline(t *kernel.Task, realtime bool, ts unix.Timespec) time.Time
 		clock = unix.CLOCK_REALTIME
 	}
 	now, _ := t.Kernel().ClockGettime(clock, t)
-	return time.Now().Add(time.Duration(ts.Nano() - now.Nano()))
+	return time.Now().Add(timespecDuration(ts) - timespecDuration(now))
 }

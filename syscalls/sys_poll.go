@@ -204,7 +204,7 @@ func timespecDeadline(t *kernel.Task, addr uintptr) (*time.Time, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := time.Now().Add(time.Duration(ts.Nano()))
+	d := time.Now().Add(timespecDuration(ts))
 	return &d, nil
 }
 

@@ -158,7 +158,7 @@ func RtSigtimedwait(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		if err != nil {
 			return 0, err
 		}
-		deadline = time.Now().Add(time.Duration(ts.Nano()))
+		deadline = time.Now().Add(timespecDuration(ts))
 	}
 	info, err := t.WaitSignal(set, deadline)
 	if err == unix.ETIMEDOUT {

@@ -61,7 +61,7 @@ func Nanosleep(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	return 0, sleepFor(t, time.Duration(ts.Nano()), a.Ptr(1))
+	return 0, sleepFor(t, timespecDuration(ts), a.Ptr(1))
 }
 
 // sleepFor sleeps; interrupted by a signal, it writes the time left to rem
@@ -106,7 +106,7 @@ func ClockNanosleep(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		}
 		return 0, nil
 	}
-	return 0, sleepFor(t, time.Duration(ts.Nano()), a.Ptr(3))
+	return 0, sleepFor(t, timespecDuration(ts), a.Ptr(3))
 }
 
 // itimerval is struct itimerval.
@@ -158,8 +158,9 @@ func Alarm(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 func validTimeval(tv unix.Timeval) bool { return tv.Sec >= 0 && tv.Usec >= 0 && tv.Usec < 1e6 }
 
+// timevalDuration is tv as a duration, saturating as timespecDuration.
 func timevalDuration(tv unix.Timeval) time.Duration {
-	return time.Duration(tv.Sec)*time.Second + time.Duration(tv.Usec)*time.Microsecond
+	return timespecDuration(unix.Timespec{Sec: tv.Sec, Nsec: tv.Usec * 1000})
 }
 
 // Times implements Linux syscall times(2).

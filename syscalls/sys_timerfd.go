@@ -1,8 +1,6 @@
 package syscalls
 
 import (
-	"time"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/linuxabi"
@@ -67,8 +65,8 @@ func TimerfdSettime(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if !validTimespec(nu.Value) || !validTimespec(nu.Interval) {
 		return 0, unix.EINVAL
 	}
-	value, interval := tf.Set(time.Duration(nu.Value.Nano()), flags&unix.TFD_TIMER_ABSTIME != 0,
-		time.Duration(nu.Interval.Nano()))
+	value, interval := tf.Set(timespecDuration(nu.Value), flags&unix.TFD_TIMER_ABSTIME != 0,
+		timespecDuration(nu.Interval))
 	if a[3] != 0 {
 		old := itimerspec{Interval: unix.NsecToTimespec(int64(interval)), Value: unix.NsecToTimespec(int64(value))}
 		return 0, copyOutStruct(t, a.Ptr(3), &old)

@@ -2,6 +2,8 @@ package syscalls
 
 import (
 	"encoding/binary"
+	"math"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -109,6 +111,19 @@ func copyInTimespec(t *kernel.Task, addr uintptr) (unix.Timespec, error) {
 		return ts, unix.EINVAL
 	}
 	return ts, nil
+}
+
+// timespecDuration is ts as a duration, saturating as Linux's
+// timespec64_to_ktime does: a time past what 64 bits of nanoseconds hold
+// is KTIME_MAX, in effect for ever, not a product that wraps negative.
+func timespecDuration(ts unix.Timespec) time.Duration {
+	if ts.Sec >= math.MaxInt64/int64(time.Second) {
+		return math.MaxInt64
+	}
+	if ts.Sec <= math.MinInt64/int64(time.Second) {
+		return math.MinInt64
+	}
+	return time.Duration(ts.Sec)*time.Second + time.Duration(ts.Nsec)
 }
 
 // nofile is the task's RLIMIT_NOFILE, the bound on new fds.
