@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
 // fuzzSeeds are the pinned runs of testdata/fuzz_syscalls.c, each with
@@ -134,47 +137,35 @@ func (e *env) buildTestdata(name string, flags ...string) {
 // stderr, the guest's), kills what is left and deletes the container.
 func (e *env) runWithTimeout(id string, d time.Duration) (stdout, stderr string, code int, hung bool) {
 	e.t.Helper()
-	dir := e.t.TempDir()
-	outF, err := os.Create(filepath.Join(dir, "stdout"))
-	must(e.t, err)
-	defer outF.Close()
-	errF, err := os.Create(filepath.Join(dir, "stderr"))
-	must(e.t, err)
-	defer errF.Close()
-	cmd := e.command("run", "--bundle", e.bundle, id)
-	cmd.Stdout, cmd.Stderr = outF, errF
-	must(e.t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(d):
-		hung = true
-		sentries := childrenNamed(cmd.Process.Pid, "boot")
-		for _, pid := range sentries {
-			syscall.Kill(pid, syscall.SIGQUIT)
-		}
-		select {
-		case err = <-done:
-		case <-time.After(5 * time.Second):
+	out := newOutput(e.t)
+	cmd := e.moat.Command("run", "--bundle", e.bundle, id)
+	var sentries []int
+	x := ocirun.Run(context.Background(), cmd, out.Stdio(), ocirun.Limits{
+		Timeout: d,
+		Stop: func() {
+			sentries = childrenNamed(cmd.Process.Pid, "boot")
 			for _, pid := range sentries {
-				syscall.Kill(pid, syscall.SIGKILL)
+				syscall.Kill(pid, syscall.SIGQUIT)
 			}
-			cmd.Process.Kill()
-			err = <-done
-		}
-		e.command("delete", "--force", id).Run()
+		},
+		Grace: 5 * time.Second,
+	})
+	if x.StartErr != nil {
+		e.t.Fatalf("moat run %s: %v", id, x.StartErr)
 	}
-	if err != nil {
-		exitErr, ok := err.(*exec.ExitError)
-		if !ok {
-			e.t.Fatalf("moat run %s: %v", id, err)
+	if x.Forced {
+		// A sentry is in a process group of its own, which the kill of
+		// run's did not reach.
+		for _, pid := range sentries {
+			syscall.Kill(pid, syscall.SIGKILL)
 		}
-		code = exitErr.ExitCode()
 	}
-	o, _ := os.ReadFile(outF.Name())
-	s, _ := os.ReadFile(errF.Name())
-	return string(o), string(s), code, hung
+	if x.TimedOut {
+		e.moat.Delete(id)
+	}
+	stdout, stderr, err := out.Read()
+	must(e.t, err)
+	return stdout, stderr, x.Code, x.TimedOut
 }
 
 // childrenNamed lists the children of pid that are `moat <role>`.

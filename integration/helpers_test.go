@@ -1,7 +1,7 @@
 package integration
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
 var (
@@ -58,8 +60,7 @@ const busybox = "/usr/bin/busybox"
 // env is one test's moat: a state root and a bundle.
 type env struct {
 	t      *testing.T
-	moat   string
-	root   string // --root
+	moat   ocirun.Root // the binary under test, logging to log, at the test's --root
 	bundle string
 	log    string // --log
 	pids   []int  // sentry pids this test saw
@@ -70,10 +71,8 @@ func newEnv(t *testing.T) *env {
 	if _, err := os.Stat(busybox); err != nil {
 		t.Skipf("%s is missing (make test installs busybox-static): no root file system to test with", busybox)
 	}
-	dir := t.TempDir()
-	e := &env{t: t, moat: moatBinary(t), root: filepath.Join(dir, "state"), bundle: filepath.Join(dir, "bundle"),
-		log: filepath.Join(dir, "moat.log")}
-	rootfs := filepath.Join(e.bundle, "rootfs")
+	e := newMoatEnv(t)
+	rootfs := filepath.Join(e.bundle, ocirun.Rootfs)
 	for _, d := range []string{"bin", "etc", "dev", "tmp"} {
 		must(t, os.MkdirAll(filepath.Join(rootfs, d), 0o755))
 	}
@@ -84,6 +83,18 @@ func newEnv(t *testing.T) *env {
 		must(t, os.Symlink("busybox", filepath.Join(rootfs, "bin", applet)))
 	}
 	must(t, os.WriteFile(filepath.Join(rootfs, "etc/passwd"), []byte("root:x:0:0:root:/:/bin/sh\n"), 0o644))
+	return e
+}
+
+// newMoatEnv is an env whose bundle holds nothing yet; whatever the test
+// leaves of moat fails it.
+func newMoatEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	e := &env{t: t, bundle: filepath.Join(dir, "bundle"), log: filepath.Join(dir, "moat.log")}
+	moat := &ocirun.Runtime{Name: "moat", Path: moatBinary(t), Flags: []string{"--log", e.log}}
+	e.moat = moat.At(filepath.Join(dir, "state"))
+	must(t, os.Mkdir(e.bundle, 0o755))
 	t.Cleanup(e.checkClean)
 	return e
 }
@@ -107,56 +118,48 @@ func (e *env) config(args ...string) {
 
 // setCwd changes the process's working directory in config.json.
 func (e *env) setCwd(cwd string) {
-	data, err := os.ReadFile(filepath.Join(e.bundle, "config.json"))
+	spec, err := ocirun.ReadSpec(e.bundle)
 	must(e.t, err)
-	var spec specs.Spec
-	must(e.t, json.Unmarshal(data, &spec))
 	spec.Process.Cwd = cwd
-	e.writeSpec(spec)
+	e.writeSpec(*spec)
 }
 
 func (e *env) writeSpec(spec specs.Spec) {
-	data, err := json.Marshal(spec)
-	must(e.t, err)
-	must(e.t, os.WriteFile(filepath.Join(e.bundle, "config.json"), data, 0o644))
+	must(e.t, ocirun.WriteSpec(e.bundle, &spec))
 }
 
 // moatCmd runs moat with the env's global flags; stdin is empty. Output
-// goes through files, not pipes: a created container's sentry keeps the
-// CLI's stdout and stderr as the guest's, so pipes would not see EOF.
+// goes through files (ocirun.Output): a created container's sentry keeps
+// the CLI's stdout and stderr as the guest's, so pipes would not see EOF.
 func (e *env) moatCmd(args ...string) (stdout, stderr string, code int) {
 	e.t.Helper()
-	cmd := e.command(args...)
-	outF, err := os.CreateTemp(e.t.TempDir(), "stdout")
-	must(e.t, err)
-	defer outF.Close()
-	errF, err := os.CreateTemp(e.t.TempDir(), "stderr")
-	must(e.t, err)
-	defer errF.Close()
-	cmd.Stdout, cmd.Stderr = outF, errF
-	err = cmd.Run()
-	out, _ := os.ReadFile(outF.Name())
-	errb, _ := os.ReadFile(errF.Name())
-	code = 0
-	if err != nil {
-		exitErr, ok := err.(*exec.ExitError)
-		if !ok {
-			e.t.Fatalf("run moat %v: %v", args, err)
-		}
-		code = exitErr.ExitCode()
+	out := newOutput(e.t)
+	x := ocirun.Run(context.Background(), e.moat.Command(args...), out.Stdio(), ocirun.Limits{})
+	if x.StartErr != nil {
+		e.t.Fatalf("run moat %v: %v", args, x.StartErr)
 	}
-	return string(out), string(errb), code
+	stdout, stderr, err := out.Read()
+	must(e.t, err)
+	return stdout, stderr, x.Code
+}
+
+// newOutput is an ocirun.Output in a directory of the test's, closed when
+// the test ends.
+func newOutput(t *testing.T) *ocirun.Output {
+	t.Helper()
+	out, err := ocirun.NewOutput(t.TempDir())
+	must(t, err)
+	t.Cleanup(func() { out.Close() })
+	return out
 }
 
 // state returns `moat state id` parsed.
 func (e *env) state(id string) specs.State {
 	e.t.Helper()
-	out, errOut, code := e.moatCmd("state", id)
-	if code != 0 {
-		e.t.Fatalf("moat state %s: exit %d: %s", id, code, errOut)
+	st, err := e.moat.State(id)
+	if err != nil {
+		e.t.Fatal(err)
 	}
-	var st specs.State
-	must(e.t, json.Unmarshal([]byte(out), &st))
 	if st.Pid != 0 {
 		e.pids = append(e.pids, st.Pid)
 	}
@@ -179,7 +182,7 @@ func (e *env) waitStatus(id string, want specs.ContainerState) specs.State {
 // checkClean asserts that nothing of moat is left: no state, no sentry this
 // test saw, no gofer serving its bundle.
 func (e *env) checkClean() {
-	entries, _ := os.ReadDir(e.root)
+	entries, _ := os.ReadDir(e.moat.Dir)
 	for _, ent := range entries {
 		e.t.Errorf("left behind under --root: %s", ent.Name())
 	}
@@ -206,9 +209,4 @@ func cmdline(pid int) []string {
 		return nil
 	}
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-}
-
-// command prepares a moat invocation with the env's global flags.
-func (e *env) command(args ...string) *exec.Cmd {
-	return exec.Command(e.moat, append([]string{"--root", e.root, "--log", e.log}, args...)...)
 }

@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
 // reapDelay is how long a deleted container's processes and cgroups may take
@@ -35,21 +33,19 @@ func (r *realRunner) leftovers(id string, pids []int) []string {
 func (r *realRunner) leftoversNow(id string, pids []int) []string {
 	var problems []string
 	// The state root: a container the runtime still lists.
-	entries, _ := os.ReadDir(r.root)
+	entries, _ := os.ReadDir(r.rt.Dir)
 	for _, e := range entries {
-		problems = append(problems, "state "+filepath.Join(r.root, e.Name()))
+		problems = append(problems, "state "+filepath.Join(r.rt.Dir, e.Name()))
 	}
 	// Mounts: the runtimes mount in the container's own mount namespace,
 	// so nothing of theirs may show in this one.
-	mounts, err := mountPoints()
-	if err != nil {
-		return append(problems, err.Error())
-	}
-	for _, m := range mounts {
-		for _, dir := range []string{r.rootfs, r.bundle, r.root} {
-			if m == dir || strings.HasPrefix(m, dir+"/") {
-				problems = append(problems, "mount "+m)
-			}
+	for _, dir := range []string{r.rootfs, r.bundle, r.rt.Dir} {
+		mounts, err := ocirun.MountsUnder(dir)
+		if err != nil {
+			return append(problems, err.Error())
+		}
+		for _, m := range mounts {
+			problems = append(problems, "mount "+m)
 		}
 	}
 	// Cgroups: runc makes one named after the container in every
@@ -62,7 +58,7 @@ func (r *realRunner) leftoversNow(id string, pids []int) []string {
 		return nil
 	})
 	for _, pid := range pids {
-		if alive(pid) {
+		if ocirun.Alive(pid) {
 			problems = append(problems, fmt.Sprintf("process %d %q", pid, cmdline(pid)))
 		}
 	}
@@ -75,46 +71,12 @@ func (r *realRunner) leftoversNow(id string, pids []int) []string {
 		fmt.Sscan(filepath.Base(p), &pid)
 		args := cmdline(pid)
 		if len(args) >= 2 && args[1] == "gofer" {
-			if i := slices.Index(args, "--rootfs"); i >= 0 && i+1 < len(args) && args[i+1] == r.rootfs && alive(pid) {
+			if i := slices.Index(args, "--rootfs"); i >= 0 && i+1 < len(args) && args[i+1] == r.rootfs && ocirun.Alive(pid) {
 				problems = append(problems, fmt.Sprintf("gofer %d %q", pid, args))
 			}
 		}
 	}
 	return problems
-}
-
-// alive reports whether pid runs: it exists and is not a zombie, which
-// holds nothing but its pid.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses and
-	// may itself contain ") ".
-	s := string(b)
-	i := strings.LastIndex(s, ") ")
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
-// mountPoints lists the mount points of this process's mount namespace.
-func mountPoints() ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	// The kernel escapes these four characters in paths as octal.
-	unescape := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
-	var points []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// Fields: mount id, parent id, major:minor, root, mount point, ...
-		if f := strings.Fields(sc.Text()); len(f) >= 5 {
-			points = append(points, unescape.Replace(f[4]))
-		}
-	}
-	return points, sc.Err()
 }
 
 // TestLeftoversSeen: the check that follows every run does see a container
@@ -124,37 +86,31 @@ func TestLeftoversSeen(t *testing.T) {
 	runc, dir := realSetup(t)
 	r := newRuncRunner(t, runc, dir)
 	id := r.newContainer(t, []string{"sleep", "600"})
-	// Created, not started: runc's init waits in the container. It keeps
-	// create's stdio, so they are a file: a pipe would never see EOF.
-	create := r.command("create", "--bundle", r.bundle, id)
-	out, err := os.Create(filepath.Join(t.TempDir(), "create.out"))
-	must(t, err)
-	defer out.Close()
-	create.Stdout, create.Stderr = out, out
-	if err := create.Run(); err != nil {
-		msg, _ := os.ReadFile(out.Name())
-		t.Fatalf("runc create: %v: %s", err, msg)
+	// Created, not started: runc's init waits in the container, keeping
+	// create's stdio.
+	out := newOutput(t)
+	if err := r.rt.Create(r.bundle, id, out.Stdio()); err != nil {
+		stdout, stderr, _ := out.Read()
+		t.Fatalf("%v: %s%s", err, stdout, stderr)
 	}
 	deleted := false
 	t.Cleanup(func() {
 		if !deleted {
-			r.command("delete", "--force", id).Run()
+			r.rt.Delete(id)
 		}
 	})
-	state, err := r.command("state", id).Output()
+	st, err := r.rt.State(id)
 	must(t, err)
-	var st specs.State
-	must(t, json.Unmarshal(state, &st))
 
 	problems := strings.Join(r.leftoversNow(id, []int{st.Pid}), "\n")
-	for _, want := range []string{"state " + filepath.Join(r.root, id), "cgroup ", fmt.Sprintf("process %d ", st.Pid)} {
+	for _, want := range []string{"state " + filepath.Join(r.rt.Dir, id), "cgroup ", fmt.Sprintf("process %d ", st.Pid)} {
 		if !strings.Contains(problems, want) {
 			t.Errorf("a live container's leftovers do not show %q:\n%s", want, problems)
 		}
 	}
 
-	if out, err := r.command("delete", "--force", id).CombinedOutput(); err != nil {
-		t.Fatalf("runc delete --force: %v: %s", err, out)
+	if err := r.rt.Delete(id); err != nil {
+		t.Fatal(err)
 	}
 	deleted = true
 	if problems := r.leftovers(id, []int{st.Pid}); len(problems) > 0 {

@@ -81,7 +81,7 @@ func TestRunExitStatus(t *testing.T) {
 func TestRunStdio(t *testing.T) {
 	e := newEnv(t)
 	e.config("cat")
-	cmd := e.command("run", "--bundle", e.bundle, "io1")
+	cmd := e.moat.Command("run", "--bundle", e.bundle, "io1")
 	cmd.Stdin = strings.NewReader("through the sandbox\n")
 	out, err := cmd.Output()
 	if err != nil || string(out) != "through the sandbox\n" {
@@ -101,7 +101,7 @@ func TestRunStdoutFileShared(t *testing.T) {
 	defer f.Close()
 	_, err = f.WriteString("before\n")
 	must(t, err)
-	cmd := e.command("run", "--bundle", e.bundle, "io2")
+	cmd := e.moat.Command("run", "--bundle", e.bundle, "io2")
 	cmd.Stdout = f
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("echo: %v", err)

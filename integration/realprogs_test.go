@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/moat-sandbox/moat/internal/ocirun"
 	"github.com/moat-sandbox/moat/internal/rootfs"
 )
-
-// runcPath is where Debian installs runc.
-const runcPath = "/usr/sbin/runc"
 
 // realTimeout bounds each check: all of them take well under a second in
 // runc, python-alarm one second by design.
@@ -124,11 +121,9 @@ func realSetup(t *testing.T) (runc, rootfs string) {
 	if os.Geteuid() != 0 {
 		t.Skip("not root: runc needs root to create containers")
 	}
-	runc = runcPath
-	if _, err := os.Stat(runc); err != nil {
-		if runc, err = exec.LookPath("runc"); err != nil {
-			t.Skip("runc is not installed (make test installs it): no reference to compare with")
-		}
+	runc, err := ocirun.LookPath("runc")
+	if err != nil {
+		t.Skip("runc is not installed (make test installs it): no reference to compare with")
 	}
 	return runc, debianRootfs(t)
 }

@@ -12,5 +12,6 @@
 // deletes a container it was not asked to, and never judges an exit status.
 // It must never leave a process of its own behind: a run that outlives its
 // time limit or its context is stopped, and what the stop leaves is killed
-// with its whole process group before Run returns.
+// with its whole process group before Run returns. A process it starts
+// gets its stdio and none of the descriptors its caller inherited.
 package ocirun

@@ -18,11 +18,8 @@ import (
 // mount in it cannot be removed.
 func RemoveAll(dir string) error {
 	points, err := MountsUnder(dir)
-	if err != nil {
-		return err
-	}
+	errs := []error{err}
 	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
-	var errs []error
 	for _, p := range points {
 		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil {
 			errs = append(errs, &os.PathError{Op: "unmount", Path: p, Err: err})

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -81,6 +82,7 @@ func Run(ctx context.Context, cmd *exec.Cmd, stdio Stdio, lim Limits) Exit {
 	}
 	cmd.SysProcAttr.Setpgid = true
 	cmd.WaitDelay = pipeDelay
+	closeInheritedOnExec()
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -116,6 +118,24 @@ func Run(ctx context.Context, cmd *exec.Cmd, stdio Stdio, lim Limits) Exit {
 		x.Signal = ws.Signal()
 	}
 	return x
+}
+
+// closeInheritedOnExec marks the descriptors beyond stdio that this
+// process holds without close-on-exec (inherited ones: flock(1) passes its
+// lock down) close-on-exec, so that a process Run starts gets its stdio
+// and nothing else, as a conformance program that counts its descriptors
+// requires. Go opens its own descriptors close-on-exec already, and
+// exec.Cmd's ExtraFiles are passed on regardless.
+func closeInheritedOnExec() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // stop ends a running cmd whose Wait closes done, and reports whether it

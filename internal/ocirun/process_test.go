@@ -2,6 +2,8 @@ package ocirun
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,26 +76,14 @@ func expectGone(t *testing.T, pids []int) {
 	t.Helper()
 	for _, pid := range pids {
 		deadline := time.Now().Add(time.Second)
-		for alive(pid) && time.Now().Before(deadline) {
+		for Alive(pid) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		if alive(pid) {
+		if Alive(pid) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			t.Errorf("process %d outlived the run", pid)
 		}
 	}
-}
-
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses.
-	s := string(stat)
-	i := strings.LastIndex(s, ") ")
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 func TestRunTimeoutCallsStopThenKillsTheProcessGroup(t *testing.T) {
@@ -174,6 +164,20 @@ func TestRunPutsTheProcessInAGroupOfItsOwn(t *testing.T) {
 	}
 }
 
+func TestRunPassesStdioAndNothingElse(t *testing.T) {
+	// Opened without close-on-exec, as a descriptor inherited from a
+	// parent is.
+	fd, err := syscall.Open("/dev/null", syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	script := fmt.Sprintf(`[ -e /proc/$$/fd/%d ] && exit 1; [ -e /proc/$$/fd/2 ]`, fd)
+	if x := Run(context.Background(), exec.Command("sh", "-c", script), Stdio{Stderr: io.Discard}, Limits{}); x.Code != 0 {
+		t.Errorf("the process got descriptor %d, or lost its stdio: %v", fd, x.Err())
+	}
+}
+
 func TestOutputResetEmptiesBothFiles(t *testing.T) {
 	out, err := NewOutput(t.TempDir())
 	if err != nil {
@@ -190,5 +194,27 @@ func TestOutputResetEmptiesBothFiles(t *testing.T) {
 	}
 	if stdout, stderr, err := out.Read(); err != nil || stdout != "2nd\n" || stderr != "2nd\n" {
 		t.Errorf("after two runs: %q, %q, %v; want the second run's alone", stdout, stderr, err)
+	}
+}
+
+func TestAliveIsFalseForAZombie(t *testing.T) {
+	if !Alive(os.Getpid()) {
+		t.Error("this process is not alive")
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Not waited for: once it has exited it is a zombie until Wait.
+	deadline := time.Now().Add(10 * time.Second)
+	for Alive(cmd.Process.Pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if Alive(cmd.Process.Pid) {
+		t.Errorf("exited process %d, not yet reaped, counts as alive", cmd.Process.Pid)
+	}
+	cmd.Wait()
+	if Alive(cmd.Process.Pid) {
+		t.Errorf("reaped process %d counts as alive", cmd.Process.Pid)
 	}
 }
