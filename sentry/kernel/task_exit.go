@@ -109,9 +109,7 @@ func (t *Task) exit() {
 }
 
 // becomeZombieLocked (treeMu held) hands the process's children to the
-// nearest subreaper or init, and tells the parent: a signal and a wake-up;
-// if the parent does not want to wait (SIGCHLD ignored, SA_NOCLDWAIT), it
-// reaps the process at once.
+// nearest subreaper or init, and tells the parent (tellParentLocked).
 func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 	k := tg.k
 	tg.zombie = true
@@ -122,6 +120,7 @@ func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 			break
 		}
 	}
+	var signals []childSignal
 	for c := range tg.children {
 		delete(tg.children, c)
 		if reaper == nil || reaper == tg {
@@ -138,15 +137,40 @@ func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 			}
 		}
 		if c.zombie {
-			reaper.childEvents.broadcast()
+			// The new parent hears of a zombie it inherits, as of a child
+			// that ends (reparent_leader), before this process's own end.
+			c.mu.Lock()
+			st := c.status
+			c.mu.Unlock()
+			signals = c.tellParentLocked(st, signals)
 		}
 	}
-	parent := tg.parent
-	if parent == nil {
-		return
+	if tg.parent != nil {
+		signals = tg.tellParentLocked(status, signals)
 	}
-	// As Linux's do_notify_parent: a parent that ignores SIGCHLD is not
-	// sent it, one with SA_NOCLDWAIT is; neither waits for the zombie.
+	if len(signals) > 0 {
+		go func() {
+			for _, s := range signals {
+				s.to.SendSignal(s.info)
+			}
+		}()
+	}
+}
+
+// childSignal is a signal for a parent about a child's end, sent once the
+// tree lock is released, in order.
+type childSignal struct {
+	to   *ThreadGroup
+	info SigInfo
+}
+
+// tellParentLocked tells the parent of tg, a zombie, that it has ended
+// (treeMu held), as Linux's do_notify_parent: its exit signal, appended to
+// signals, and a wake-up of the parent's waiters. A parent that ignores
+// SIGCHLD is not sent it, one with SA_NOCLDWAIT is; neither waits for the
+// zombie, which is reaped at once.
+func (tg *ThreadGroup) tellParentLocked(status ExitStatus, signals []childSignal) []childSignal {
+	parent := tg.parent
 	act := parent.Action(int(unix.SIGCHLD))
 	sig := tg.exitSignal
 	autoreap := sig == int(unix.SIGCHLD) && (act.Handler == linuxabi.SIG_IGN || act.Flags&linuxabi.SA_NOCLDWAIT != 0)
@@ -160,12 +184,13 @@ func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 			info.Code, st = linuxabi.CLD_KILLED, int32(status.Signo)
 		}
 		info.SetChild(tg.pid, 0, st)
-		go parent.SendSignal(info)
+		signals = append(signals, childSignal{parent, info})
 	}
 	if autoreap {
 		tg.reapLocked()
 	}
 	parent.childEvents.broadcast()
+	return signals
 }
 
 // reapLocked removes a zombie for good (treeMu held): its pid is free, and
