@@ -42,17 +42,18 @@ func initSpec(p *specs.Process) (kernel.InitSpec, error) {
 	if c := p.Capabilities; c != nil {
 		var err error
 		for _, set := range []struct {
+			name  string
 			names []string
 			mask  *uint64
-		}{{c.Effective, &s.CapEffective}, {c.Permitted, &s.CapPermitted}, {c.Inheritable, &s.CapInheritable},
-			{c.Bounding, &s.CapBounding}} {
-			if *set.mask, err = capMask(set.names); err != nil {
+		}{{"effective", c.Effective, &s.CapEffective}, {"permitted", c.Permitted, &s.CapPermitted},
+			{"inheritable", c.Inheritable, &s.CapInheritable}, {"bounding", c.Bounding, &s.CapBounding}} {
+			if *set.mask, err = capMask(set.name, set.names); err != nil {
 				return s, err
 			}
 		}
 	}
 	for _, r := range p.Rlimits {
-		n, ok := rlimitNames[strings.ToUpper(r.Type)]
+		n, ok := rlimitNames[r.Type]
 		if !ok {
 			return s, &kernel.InitError{Msg: fmt.Sprintf("process.rlimits: unknown rlimit type %q", r.Type)}
 		}
@@ -92,13 +93,17 @@ var capNames = []string{"CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "F
 	"SETFCAP", "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON",
 	"BPF", "CHECKPOINT_RESTORE"}
 
-// capMask turns capability names ("CAP_KILL") into a bit mask.
-func capMask(names []string) (uint64, error) {
+// capMask turns the capability names of one set ("CAP_KILL", spelt as
+// runc knows them) into a bit mask.
+func capMask(set string, names []string) (uint64, error) {
 	var m uint64
 	for _, n := range names {
-		i := slices.Index(capNames, strings.TrimPrefix(strings.ToUpper(n), "CAP_"))
+		i := -1
+		if name, ok := strings.CutPrefix(n, "CAP_"); ok {
+			i = slices.Index(capNames, name)
+		}
 		if i < 0 {
-			return 0, &kernel.InitError{Msg: fmt.Sprintf("process.capabilities: unknown capability %q", n)}
+			return 0, &kernel.InitError{Msg: fmt.Sprintf("process.capabilities.%s: unknown capability %q", set, n)}
 		}
 		m |= 1 << i
 	}
