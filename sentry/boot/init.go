@@ -57,6 +57,11 @@ func initSpec(p *specs.Process) (kernel.InitSpec, error) {
 		if !ok {
 			return s, &kernel.InitError{Msg: fmt.Sprintf("process.rlimits: unknown rlimit type %q", r.Type)}
 		}
+		if r.Soft > r.Hard {
+			// setrlimit(2) refuses it, and so runc's container fails.
+			return s, &kernel.InitError{Msg: fmt.Sprintf("process.rlimits: %s: soft limit %d is above the hard limit %d",
+				r.Type, r.Soft, r.Hard)}
+		}
 		s.Limits[n] = kernel.Limit{Cur: r.Soft, Max: r.Hard}
 	}
 	return s, nil
