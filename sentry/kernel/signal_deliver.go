@@ -58,7 +58,7 @@ func (tg *ThreadGroup) notifyParent(code int32, status int) {
 	}
 	if parent.Action(int(unix.SIGCHLD)).Flags&linuxabi.SA_NOCLDSTOP == 0 {
 		info := SigInfo{Signo: int32(unix.SIGCHLD), Code: code}
-		info.SetChild(tg.pid, 0, int32(status))
+		info.SetChild(tg.pid, tg.uid(), int32(status))
 		parent.SendSignal(info)
 	}
 	parent.childEvents.broadcast()

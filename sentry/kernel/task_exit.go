@@ -86,6 +86,9 @@ func (t *Task) exit() {
 		t.ctx.Release()
 	}
 	t.fds.DecRef()
+	t.creds.Lock()
+	uid := t.creds.UID
+	t.creds.Unlock()
 
 	k.treeMu.Lock()
 	if k.tasks[t.tid] == t { // an exec'ing thread may have taken over the id
@@ -97,6 +100,7 @@ func (t *Task) exit() {
 		// A zombie counts against its user's RLIMIT_NPROC until it is
 		// reaped, as Linux releases a process's leader only then.
 		tg.zombieNproc, tg.zombieNprocUID = true, t.nprocUID
+		tg.exitUID = uid
 		tg.itimer.stop()
 		tg.cpuLimit.stop()
 		tg.usage = usage
@@ -183,7 +187,7 @@ func (tg *ThreadGroup) tellParentLocked(status ExitStatus, signals []childSignal
 		if status.Signo != 0 {
 			info.Code, st = linuxabi.CLD_KILLED, int32(status.Signo)
 		}
-		info.SetChild(tg.pid, 0, st)
+		info.SetChild(tg.pid, tg.exitUID, st)
 		signals = append(signals, childSignal{parent, info})
 	}
 	if autoreap {

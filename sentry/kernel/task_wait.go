@@ -67,7 +67,8 @@ func (tg *ThreadGroup) findWaitableLocked(o WaitOptions) (res WaitResult, found,
 			c.mu.Lock()
 			s := c.status
 			c.mu.Unlock()
-			res = WaitResult{Pid: c.pid, Status: int32(s.Code << 8), Code: linuxabi.CLD_EXITED, Info: int32(s.Code), Usage: c.usage}
+			res = WaitResult{Pid: c.pid, UID: c.exitUID, Status: int32(s.Code << 8), Code: linuxabi.CLD_EXITED,
+				Info: int32(s.Code), Usage: c.usage}
 			if s.Signo != 0 {
 				res.Status, res.Code, res.Info = int32(s.Signo), linuxabi.CLD_KILLED, int32(s.Signo)
 			}
@@ -93,6 +94,7 @@ func (tg *ThreadGroup) findWaitableLocked(o WaitOptions) (res WaitResult, found,
 		}
 		c.mu.Unlock()
 		if found {
+			res.UID = c.uid()
 			return res, true, true
 		}
 	}

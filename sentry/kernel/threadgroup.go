@@ -19,11 +19,12 @@ type ThreadGroup struct {
 	parent     *ThreadGroup // nil for init, whose parent is outside the sandbox
 	children   map[*ThreadGroup]struct{}
 	pgid, sid  int32
-	exitSignal int   // what the parent gets when this process ends (usually SIGCHLD)
-	zombie     bool  // every task has exited; the parent has not reaped it
-	usage      Usage // what the process used, measured when it ended
-	childUsage Usage // summed over the children this process reaped (RUSAGE_CHILDREN)
-	execed     bool  // setpgid on a child that has exec'd gives EACCES
+	exitSignal int    // what the parent gets when this process ends (usually SIGCHLD)
+	zombie     bool   // every task has exited; the parent has not reaped it
+	usage      Usage  // what the process used, measured when it ended
+	exitUID    uint32 // the real uid of its last task, for wait and SIGCHLD
+	childUsage Usage  // summed over the children this process reaped (RUSAGE_CHILDREN)
+	execed     bool   // setpgid on a child that has exec'd gives EACCES
 	// zombieNproc: the zombie still counts as a task of zombieNprocUID
 	// for RLIMIT_NPROC, until it is reaped.
 	zombieNproc    bool
@@ -106,6 +107,18 @@ type Usage struct {
 	MinFlt uint64 // pages first touched (each a minor fault on Linux)
 	User   time.Duration
 	Sys    time.Duration
+}
+
+// uid is the real uid of the process's first living task (0 once none is
+// left), which SIGCHLD and wait report of a stop or continue.
+func (tg *ThreadGroup) uid() uint32 {
+	t := tg.Leader()
+	if t == nil {
+		return 0
+	}
+	t.creds.Lock()
+	defer t.creds.Unlock()
+	return t.creds.UID
 }
 
 // ChildUsage returns the usage summed over the reaped children.
