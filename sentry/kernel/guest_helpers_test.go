@@ -150,13 +150,18 @@ func sleep(g *fake.Guest, d time.Duration) { g.Call(unix.SYS_NANOSLEEP, timespec
 // within retries cond (each turn a yield of the CPU) until it holds or a
 // few seconds have gone; it reports whether it held. It waits for a state
 // the guest cannot be told of (a futex waiter queued, a process stopped).
+// With no guest, the test's own goroutine waits.
 func within(g *fake.Guest, cond func() bool) bool {
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			return false
 		}
-		sleep(g, 100*time.Microsecond)
+		if g == nil {
+			time.Sleep(100 * time.Microsecond)
+		} else {
+			sleep(g, 100*time.Microsecond)
+		}
 	}
 	return true
 }
