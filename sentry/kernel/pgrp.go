@@ -39,6 +39,11 @@ func (t *Task) Setpgid(pid, pgid int32) error {
 		if target == nil || target.parent != self {
 			return unix.ESRCH
 		}
+		// A child in another session is EPERM, exec'd or not: Linux looks
+		// at the session first.
+		if target.sid != self.sid {
+			return unix.EPERM
+		}
 		if target.execed {
 			return unix.EACCES
 		}
@@ -46,10 +51,7 @@ func (t *Task) Setpgid(pid, pgid int32) error {
 	if pgid == 0 {
 		pgid = target.pid
 	}
-	switch {
-	case target.sid != self.sid:
-		return unix.EPERM
-	case target.pid == target.sid:
+	if target.pid == target.sid {
 		return unix.EPERM // a session leader cannot move
 	}
 	if pgid != target.pid {
