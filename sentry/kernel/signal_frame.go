@@ -89,7 +89,10 @@ func (t *Task) deliverHandler(info *SigInfo, act SigAction) error {
 	mc := uc[ucMcontext:]
 	copy(mc, unsafe.Slice((*byte)(unsafe.Pointer(regs)), arch.NumSigcontextRegs*8))
 	le.PutUint64(mc[mcCSGSFS:], userCS|userSS<<48)
-	oldMask := t.SigMask()
+	// The frame records the mask sigreturn restores: the one a temporary
+	// mask (rt_sigsuspend, ppoll, pselect6) replaced, if any.
+	blocked := t.SigMask()
+	oldMask := blocked
 	if t.haveSavedMask {
 		oldMask = t.savedMask
 		t.haveSavedMask = false
@@ -120,7 +123,9 @@ func (t *Task) deliverHandler(info *SigInfo, act SigAction) error {
 	regs.Eflags &^= eflagsClean
 	resetFPState(fp)
 
-	mask := oldMask | act.Mask
+	// The handler runs with the mask in force now, temporary or not, and
+	// its own.
+	mask := blocked | act.Mask
 	if act.Flags&linuxabi.SA_NODEFER == 0 {
 		mask |= sigBit(sig)
 	}
