@@ -15,7 +15,7 @@ import (
 func TestNothingOnANoexecMountRuns(t *testing.T) {
 	s := kerneltest.New(t, NewTable())
 	s.Mkdir("/mnt", 0o755)
-	s.Mount("/mnt", tmpfs.New(tmpfs.DefaultOptions()), "tmpfs", unix.MS_NOEXEC)
+	s.Mount("/mnt", tmpfs.New(s.MemFile, tmpfs.DefaultOptions()), "tmpfs", unix.MS_NOEXEC)
 	s.AddProgram("/mnt/prog", func(g *fake.Guest) { t.Error("a program on a noexec mount ran") })
 	s.AddProgram("/bin/prog", func(g *fake.Guest) { g.Call(unix.SYS_EXIT_GROUP, 9) })
 	st := s.Run(func(g *fake.Guest) {

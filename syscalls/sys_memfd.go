@@ -31,5 +31,5 @@ func MemfdCreate(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	c.Lock()
 	uid, gid := c.FSUID, c.FSGID
 	c.Unlock()
-	return installAnon(t, tmpfs.NewMemFD(name, uid, gid), unix.O_RDWR|linuxabi.O_LARGEFILE, flags&unix.MFD_CLOEXEC != 0)
+	return installAnon(t, tmpfs.NewMemFD(t.Kernel().MemFile, name, uid, gid), unix.O_RDWR|linuxabi.O_LARGEFILE, flags&unix.MFD_CLOEXEC != 0)
 }

@@ -94,7 +94,10 @@ func fileMapping(f *vfs.File, root vfs.Path, o *mm.MMapOpts, off uint64) error {
 		o.MaxProt &^= platform.ProtExec
 	}
 	o.File, o.Offset = src, off
-	if c, ok := f.Impl().(mm.Cacheable); ok && (!o.Shared || o.MaxProt&platform.ProtWrite == 0) {
+	if pf, ok := f.Impl().(mm.PagesFile); ok {
+		o.Pages, o.FileSize = pf.FilePages()
+	}
+	if c, ok := f.Impl().(mm.Cacheable); ok && o.Pages == nil && (!o.Shared || o.MaxProt&platform.ProtWrite == 0) {
 		o.Cache = c.FileCache()
 	}
 	o.Name = vfs.PathName(f.Path(), root)

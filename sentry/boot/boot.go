@@ -140,7 +140,7 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, log func
 		case m.Type == "proc":
 			procs = append(procs, procMount{m.Destination})
 		case m.Type == "tmpfs":
-			if err := mountTmpfs(root, m.Destination, m.Options, log); err != nil {
+			if err := mountTmpfs(root, m.Destination, m.Options, mf, log); err != nil {
 				return vfs.Path{}, nil, err
 			}
 		default:
@@ -169,7 +169,7 @@ func mountRoot(readonly bool, writes string, c *gofer.Client, mf *memfile.File) 
 	if readonly {
 		return vfs.NewRootMount(image, "9p", unix.MS_RDONLY).Root(), nil
 	}
-	upper := tmpfs.New(tmpfs.DefaultOptions())
+	upper := tmpfs.New(mf, tmpfs.DefaultOptions())
 	d, err := overlay.New(image, upper)
 	if err != nil {
 		return vfs.Path{}, err
@@ -211,7 +211,7 @@ var fsNames = map[int64]string{
 }
 
 // mountTmpfs mounts a new tmpfs at dest with the OCI mount's options.
-func mountTmpfs(root vfs.Path, dest string, options []string, log func(string, ...any)) error {
+func mountTmpfs(root vfs.Path, dest string, options []string, mf *memfile.File, log func(string, ...any)) error {
 	flags, data := mountFlags(options)
 	opts, unknown, err := tmpfs.ParseOptions(data)
 	if err != nil {
@@ -220,7 +220,7 @@ func mountTmpfs(root vfs.Path, dest string, options []string, log func(string, .
 	if len(unknown) > 0 {
 		log("tmpfs at %s: options %q ignored", dest, unknown)
 	}
-	return mountAt(root, dest, tmpfs.New(opts), "tmpfs", flags)
+	return mountAt(root, dest, tmpfs.New(mf, opts), "tmpfs", flags)
 }
 
 // mountFlags splits mount(8) options into MS_* flags and the rest, the

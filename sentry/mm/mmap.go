@@ -21,8 +21,13 @@ type MMapOpts struct {
 	GrowsDown bool          // MAP_GROWSDOWN: a stack that grows on faults below it
 	File      FileSource    // nil for anonymous memory
 	Cache     *FileCache    // File's page cache, when it has one
-	Offset    uint64        // file offset, page aligned
-	Name      string        // for /proc/<pid>/maps
+	// Pages are the file's own pages, for a file that keeps its data in
+	// the memory file: the mapping is made of them (copy-on-write if
+	// private), with FileSize telling where the file ends.
+	Pages    *FilePages
+	FileSize int64
+	Offset   uint64 // file offset, page aligned
+	Name     string // for /proc/<pid>/maps
 }
 
 const protAll = platform.ProtRead | platform.ProtWrite | platform.ProtExec
@@ -79,7 +84,8 @@ func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 		return 0, unix.ENOMEM
 	}
 	v := vma{start: addr, end: addr + length, prot: o.Prot, maxProt: o.MaxProt, shared: o.Shared, name: o.Name,
-		file: o.File, cache: o.Cache, fileOff: o.Offset, locked: m.lockFuture, growsDown: o.GrowsDown}
+		file: o.File, cache: o.Cache, pages: o.Pages, fileSize: o.FileSize, fileOff: o.Offset, locked: m.lockFuture,
+		growsDown: o.GrowsDown}
 	pmas, err := m.backLocked(&v, v.start, v.end)
 	if err != nil {
 		return 0, err
@@ -97,6 +103,9 @@ func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 // marked so that touching them raises SIGBUS.
 func (m *MemoryManager) backLocked(v *vma, lo, hi uintptr) ([]pma, error) {
 	fileOff := v.fileOff + uint64(lo-v.start)
+	if v.pages != nil {
+		return m.filePagesLocked(v, lo, hi, fileOff)
+	}
 	var out []pma
 	if v.cache != nil {
 		base, n, err := v.cache.pages()
@@ -159,6 +168,37 @@ func (m *MemoryManager) backLocked(v *vma, lo, hi uintptr) ([]pma, error) {
 	}
 	mid := lo + filePages
 	return []pma{{start: lo, end: mid, off: off}, {start: mid, end: hi, off: off + uint64(filePages), pastEOF: true}}, nil
+}
+
+// filePagesLocked backs [lo, hi) of v with the file's own pages, shared
+// (or copy-on-write for a private mapping); pages wholly past the end of
+// the file raise SIGBUS.
+func (m *MemoryManager) filePagesLocked(v *vma, lo, hi uintptr, fileOff uint64) ([]pma, error) {
+	size, _ := pageRoundUp(uintptr(v.fileSize))
+	inFile := uintptr(0)
+	if fileOff < uint64(size) {
+		inFile = min(hi-lo, size-uintptr(fileOff))
+	}
+	var out []pma
+	if inFile > 0 {
+		runs, err := v.pages.mapRange(fileOff, uint64(inFile))
+		if err != nil {
+			return nil, unix.ENOMEM
+		}
+		for _, r := range runs {
+			out = append(out, pma{start: lo, end: lo + uintptr(r.len), off: r.off, cow: !v.shared})
+			lo += uintptr(r.len)
+		}
+	}
+	if lo == hi {
+		return out, nil
+	}
+	rest, err := m.zeroPagesLocked(lo, hi, true)
+	if err != nil {
+		m.dropPmas(out)
+		return nil, err
+	}
+	return append(out, rest...), nil
 }
 
 // zeroPagesLocked returns fresh zero pages for [lo, hi).
@@ -441,7 +481,7 @@ func (m *MemoryManager) growLocked(start, end uintptr, like vma) error {
 		return unix.ENOMEM
 	}
 	like.start, like.end = start, end
-	like.file, like.cache = nil, nil // new pages are zero, whatever came before
+	like.file, like.cache, like.pages = nil, nil, nil // new pages are zero, whatever came before
 	ps, err := m.backLocked(&like, start, end)
 	if err != nil {
 		return unix.ENOMEM
@@ -456,7 +496,7 @@ func (m *MemoryManager) growLocked(start, end uintptr, like vma) error {
 // and needs no change (glibc gives back every exiting thread's stack this
 // way). It reports false, changing nothing, otherwise.
 func (m *MemoryManager) zeroInPlaceLocked(v *vma) bool {
-	if v.file != nil || v.cache != nil {
+	if v.file != nil || v.cache != nil || v.pages != nil {
 		return false
 	}
 	pi, pj := m.pmas.span(v.start, v.end)

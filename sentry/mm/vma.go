@@ -14,6 +14,8 @@ type vma struct {
 	name       string        // for /proc/<pid>/maps: a path, "[heap]", "[stack]" or ""
 	file       FileSource    // the file the pages came from, nil for anonymous memory
 	cache      *FileCache    // the file's page cache, if its pages are shared through one
+	pages      *FilePages    // the file's own pages, if it keeps its data in the memory file
+	fileSize   int64         // the file's size when mapped, with pages
 	fileOff    uint64        // file offset of start
 }
 

@@ -1,12 +1,14 @@
 package vfs_test
 
 import (
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/sentry/fs/devfs"
 	"github.com/moat-sandbox/moat/sentry/fs/tmpfs"
+	"github.com/moat-sandbox/moat/sentry/memfile"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
@@ -28,11 +30,28 @@ type tree struct {
 	root vfs.Path
 }
 
+var (
+	memOnce sync.Once
+	mem     *memfile.File
+)
+
+// testMem is the memory file the tests' tmpfs trees keep data in.
+func testMem(t *testing.T) *memfile.File {
+	t.Helper()
+	memOnce.Do(func() {
+		var err error
+		if mem, err = memfile.New(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return mem
+}
+
 func newTree(t *testing.T) *tree {
 	t.Helper()
 	opts := tmpfs.DefaultOptions()
 	opts.Mode = 0o755
-	tr := &tree{t: t, root: vfs.NewRootMount(tmpfs.New(opts), "tmpfs", 0).Root()}
+	tr := &tree{t: t, root: vfs.NewRootMount(tmpfs.New(testMem(t), opts), "tmpfs", 0).Root()}
 	tr.ok(vfs.Mkdir(root, tr.target("/tmp"), 0o777))
 	tr.ok(vfs.Chmod(root, tr.path("/tmp"), 0o1777))
 	for _, m := range []struct {
@@ -40,8 +59,8 @@ func newTree(t *testing.T) *tree {
 		fs    *vfs.Dentry
 		flags int
 	}{
-		{"ro", tmpfs.New(tmpfs.DefaultOptions()), unix.MS_RDONLY},
-		{"other", tmpfs.New(tmpfs.DefaultOptions()), 0},
+		{"ro", tmpfs.New(testMem(t), tmpfs.DefaultOptions()), unix.MS_RDONLY},
+		{"other", tmpfs.New(testMem(t), tmpfs.DefaultOptions()), 0},
 		{"dev", devfs.New(unix.Timespec{}), 0},
 	} {
 		tr.ok(vfs.Mkdir(root, tr.target("/"+m.name), 0o755))

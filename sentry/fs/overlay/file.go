@@ -129,6 +129,15 @@ func (f *file) FileCache() *mm.FileCache {
 	return nil
 }
 
+// FilePages implements mm.PagesFile for a file whose layer keeps its data
+// in the memory file (an upper tmpfs file): its mappings are its pages.
+func (f *file) FilePages() (*mm.FilePages, int64) {
+	if pf, ok := f.current().(mm.PagesFile); ok {
+		return pf.FilePages()
+	}
+	return nil, 0
+}
+
 // Allocate implements vfs.Allocator.
 func (f *file) Allocate(c vfs.Context, off, length int64) error {
 	a, ok := f.current().(vfs.Allocator)

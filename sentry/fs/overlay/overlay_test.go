@@ -4,16 +4,35 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/sentry/fs/overlay"
 	"github.com/moat-sandbox/moat/sentry/fs/tmpfs"
+	"github.com/moat-sandbox/moat/sentry/memfile"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
 var root = &vfs.Creds{Caps: 1<<41 - 1}
+
+var (
+	memOnce sync.Once
+	mem     *memfile.File
+)
+
+// testMem is the memory file the tests' tmpfs layers keep data in.
+func testMem(t *testing.T) *memfile.File {
+	t.Helper()
+	memOnce.Do(func() {
+		var err error
+		if mem, err = memfile.New(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return mem
+}
 
 // layers is an overlay over a lower tmpfs holding
 //
@@ -32,7 +51,7 @@ func newLayers(t *testing.T) *layers {
 	t.Helper()
 	opts := tmpfs.DefaultOptions()
 	opts.Mode = 0o755
-	l := &layers{t: t, lower: vfs.NewRootMount(tmpfs.New(opts), "tmpfs", 0).Root()}
+	l := &layers{t: t, lower: vfs.NewRootMount(tmpfs.New(testMem(t), opts), "tmpfs", 0).Root()}
 	for _, d := range []string{"/etc", "/usr", "/usr/lib", "/usr/lib/sub"} {
 		l.ok(vfs.Mkdir(root, l.target(l.lower, d), 0o755))
 	}
@@ -42,7 +61,7 @@ func newLayers(t *testing.T) *layers {
 	}
 	l.ok(vfs.Link(root, l.path(l.lower, "/usr/lib/a"), l.target(l.lower, "/usr/lib/b")))
 	l.ok(vfs.Symlink(root, l.target(l.lower, "/link"), "etc/passwd"))
-	top, err := overlay.New(l.lower.Dentry, tmpfs.New(opts))
+	top, err := overlay.New(l.lower.Dentry, tmpfs.New(testMem(t), opts))
 	l.ok(err)
 	l.top = vfs.NewRootMount(top, "overlay", 0).Root()
 	return l

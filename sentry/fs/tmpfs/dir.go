@@ -45,8 +45,8 @@ func (n *inode) releaseIfUnusedLocked() {
 		return
 	}
 	n.freed = true
-	if n.mode&unix.S_IFMT == unix.S_IFREG {
-		n.truncateLocked(0)
+	if n.data != nil {
+		n.data.Release()
 	}
 	n.fs.inodes.Add(-1)
 }

@@ -6,14 +6,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/sentry/mm"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
-// pageSize is the unit file data is kept and counted in.
+// pageSize is the unit file data is counted in.
 const pageSize = 4096
-
-// page is one page of a regular file's data.
-type page [pageSize]byte
 
 // file is an open regular file. Its I/O locks the inode inside the guest
 // memory's WithSlices, never the other way round: mm holds its own lock
@@ -76,19 +74,8 @@ func (n *inode) readLocked(b []byte, off int64) int {
 		return 0
 	}
 	b = b[:min(int64(len(b)), n.size-off)]
-	done := 0
-	for done < len(b) {
-		pos := off + int64(done)
-		idx, in := pos/pageSize, int(pos%pageSize)
-		k := min(len(b)-done, pageSize-in)
-		if p := n.data[idx]; p != nil {
-			copy(b[done:done+k], p[in:in+k])
-		} else {
-			clear(b[done : done+k])
-		}
-		done += k
-	}
-	return done
+	n.data.ReadAt(b, off)
+	return len(b)
 }
 
 // Write implements vfs.FileImpl. Past the end of the file it leaves a hole
@@ -134,59 +121,27 @@ func (f *file) Write(src *vfs.IOSeq, off int64) (int, error) {
 
 // writeLocked copies b into the file at off, allocating pages as needed.
 func (n *inode) writeLocked(b []byte, off int64) (int, error) {
-	done := 0
-	for done < len(b) {
-		pos := off + int64(done)
-		idx, in := pos/pageSize, int(pos%pageSize)
-		p, err := n.pageLocked(idx)
-		if err != nil {
-			return done, err
-		}
-		done += copy(p[in:], b[done:])
-		if end := off + int64(done); end > n.size {
-			n.size = end
-		}
+	done, err := n.data.WriteAt(b, off)
+	if end := off + int64(done); end > n.size {
+		n.size = end
 	}
-	return done, nil
+	return done, err
 }
 
-// pageLocked returns page idx of the file, allocating it (zeroed) if it is
-// a hole, or ENOSPC when the file system is full.
-func (n *inode) pageLocked(idx int64) (*page, error) {
-	if p := n.data[idx]; p != nil {
-		return p, nil
-	}
-	f := n.fs
-	if used := f.pages.Add(1); used > f.maxPages {
-		f.pages.Add(-1)
-		return nil, unix.ENOSPC
-	}
-	p := new(page)
-	n.data[idx] = p
-	return p, nil
-}
-
-// truncateLocked sets the size, dropping the pages past it and zeroing
-// the rest of the last page, so that growing again reads zeros.
+// truncateLocked sets the size. What lies past the old end (written
+// there through a mapping) is cleared first, so that growing reads zeros.
 func (n *inode) truncateLocked(size int64) {
 	if size < n.size {
-		keep := (size + pageSize - 1) / pageSize
-		freed := int64(0)
-		for idx := range n.data {
-			if idx >= keep {
-				delete(n.data, idx)
-				freed++
-			}
-		}
-		n.fs.pages.Add(-freed)
-		if in := size % pageSize; in != 0 {
-			if p := n.data[size/pageSize]; p != nil {
-				clear(p[in:])
-			}
-		}
+		n.data.Truncate(size)
+	} else {
+		n.data.Truncate(n.size)
 	}
 	n.size = size
 }
+
+// allocStep is how much of a fallocate range is allocated between looks
+// at whether the task was interrupted.
+const allocStep = 16 << 20
 
 // Allocate implements vfs.Allocator: every page of the range is allocated
 // (so that later writes there cannot fail with ENOSPC) and the size grows
@@ -197,24 +152,17 @@ func (f *file) Allocate(c vfs.Context, off, length int64) error {
 	n := f.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var added []int64
-	undo := func(err error) error {
-		for _, a := range added {
-			delete(n.data, a)
+	before := n.data.Holes(off, length)
+	for pos := off; pos < off+length; pos += allocStep {
+		err := n.data.Allocate(pos, min(allocStep, off+length-pos))
+		if err == nil && c != nil && c.Interrupted() {
+			err = unix.EINTR
 		}
-		n.fs.pages.Add(-int64(len(added)))
-		return err
-	}
-	for idx := off / pageSize; idx <= (off+length-1)/pageSize; idx++ {
-		if n.data[idx] != nil {
-			continue
-		}
-		if _, err := n.pageLocked(idx); err != nil {
-			return undo(err)
-		}
-		added = append(added, idx)
-		if len(added)%256 == 0 && c != nil && c.Interrupted() {
-			return undo(unix.EINTR)
+		if err != nil {
+			for _, h := range before {
+				n.data.Deallocate(h.Off, h.Len)
+			}
+			return err
 		}
 	}
 	t := now()
@@ -224,6 +172,14 @@ func (f *file) Allocate(c vfs.Context, off, length int64) error {
 	}
 	n.ctime = t
 	return nil
+}
+
+// FilePages implements mm.PagesFile: mappings of the file are made of its
+// pages.
+func (f *file) FilePages() (*mm.FilePages, int64) {
+	f.n.mu.Lock()
+	defer f.n.mu.Unlock()
+	return f.n.data, f.n.size
 }
 
 // Stat implements vfs.FileImpl.

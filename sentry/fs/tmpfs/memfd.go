@@ -2,14 +2,37 @@ package tmpfs
 
 import (
 	"math"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/sentry/memfile"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
-// memfdFS holds memfd_create's files: a tmpfs whose files have no name.
-var memfdFS = &fs{dev: vfs.NewAnonDev(), maxPages: math.MaxInt64}
+// memfdFS holds memfd_create's files, a tmpfs whose files have no name,
+// per memory file (one per sandbox; tests make several).
+var memfdFS struct {
+	mu  sync.Mutex
+	dev uint64
+	fs  map[*memfile.File]*fs
+}
+
+func memfds(mf *memfile.File) *fs {
+	m := &memfdFS
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fs == nil {
+		m.dev = vfs.NewAnonDev()
+		m.fs = make(map[*memfile.File]*fs)
+	}
+	f := m.fs[mf]
+	if f == nil {
+		f = &fs{dev: m.dev, mf: mf, maxPages: math.MaxInt64}
+		m.fs[mf] = f
+	}
+	return f
+}
 
 // memFile is an open memfd: a tmpfs file with no name.
 type memFile struct {
@@ -17,10 +40,10 @@ type memFile struct {
 	name string
 }
 
-// NewMemFD returns a new anonymous regular file, open (memfd_create): it
-// lives while a descriptor or a mapping holds it.
-func NewMemFD(name string, uid, gid uint32) vfs.FileImpl {
-	n := memfdFS.newInode(unix.S_IFREG|0o777, uid, gid, now())
+// NewMemFD returns a new anonymous regular file, open (memfd_create), its
+// data in mf: it lives while a descriptor or a mapping holds it.
+func NewMemFD(mf *memfile.File, name string, uid, gid uint32) vfs.FileImpl {
+	n := memfds(mf).newInode(unix.S_IFREG|0o777, uid, gid, now())
 	n.nlink = 0
 	n.opens = 1
 	return &memFile{file: &file{n: n}, name: name}

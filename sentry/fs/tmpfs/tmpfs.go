@@ -1,5 +1,6 @@
 // Package tmpfs is an in-memory file system, as Linux's tmpfs: directories,
-// regular files whose data lives in the sentry's memory, symlinks and hard
+// regular files whose data lives in the memory file (so that mappings of a
+// file are its pages, as on Linux), symlinks and hard
 // links, with inode numbers, link counts, timestamps and an optional size
 // limit (ENOSPC). It never touches the host. vfs checks names, types and
 // permissions before calling it; tmpfs stores what it is told and answers
@@ -15,6 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/sentry/memfile"
+	"github.com/moat-sandbox/moat/sentry/mm"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
@@ -29,6 +32,7 @@ const bogoDirentSize = 20
 type fs struct {
 	dev  uint64
 	inos atomic.Uint64
+	mf   *memfile.File // holds the files' data
 
 	// mu serialises changes to names (create, link, unlink, rename), so
 	// that those may lock several inodes; everything else locks one.
@@ -56,8 +60,8 @@ type inode struct {
 	seq     uint64
 	dead    bool // removed: nothing may be made in it
 
-	// Regular files: data by page index; a missing page reads as zeros.
-	data  map[int64]*page
+	// Regular files: the data, in the memory file; a hole reads as zeros.
+	data  *mm.FilePages
 	opens int  // open files, which keep the data of an unlinked file
 	freed bool // no name and no open file left: the data is gone
 
@@ -69,10 +73,11 @@ type entry struct {
 	seq uint64
 }
 
-// New returns the root dentry of a new tmpfs with opts. Without a size
-// limit, the limit is the host's memory, as it is in effect.
-func New(opts Options) *vfs.Dentry {
-	f := &fs{dev: vfs.NewAnonDev(), maxPages: (opts.Size + pageSize - 1) / pageSize}
+// New returns the root dentry of a new tmpfs with opts, its files' data in
+// mf. Without a size limit, the limit is the host's memory, as it is in
+// effect.
+func New(mf *memfile.File, opts Options) *vfs.Dentry {
+	f := &fs{dev: vfs.NewAnonDev(), mf: mf, maxPages: (opts.Size + pageSize - 1) / pageSize}
 	if f.maxPages == 0 {
 		var si unix.Sysinfo_t
 		f.maxPages = math.MaxInt64
@@ -100,13 +105,31 @@ func (f *fs) newInode(mode, uid, gid uint32, t unix.Timespec) *inode {
 		n.entries = make(map[string]*entry)
 		n.size = 2 * bogoDirentSize
 	case unix.S_IFREG:
-		n.data = make(map[int64]*page)
+		n.data = mm.NewFilePages(f.mf, f.account)
 	}
 	f.inodes.Add(1)
 	return n
 }
 
+// account charges n pages of data against the size limit (ENOSPC past
+// it), or gives them back.
+func (f *fs) account(n int64) error {
+	if used := f.pages.Add(n); n > 0 && used > f.maxPages {
+		f.pages.Add(-n)
+		return unix.ENOSPC
+	}
+	return nil
+}
+
 func (n *inode) isDir() bool { return n.mode&unix.S_IFMT == unix.S_IFDIR }
+
+// blocksLocked is st_blocks: 512-byte units of the pages holding data.
+func (n *inode) blocksLocked() int64 {
+	if n.data == nil {
+		return 0
+	}
+	return n.data.Pages() * (pageSize / 512)
+}
 
 // Stat implements vfs.Inode.
 func (n *inode) Stat() (vfs.Stat, error) {
@@ -117,7 +140,7 @@ func (n *inode) Stat() (vfs.Stat, error) {
 
 func (n *inode) statLocked() vfs.Stat {
 	return vfs.Stat{Dev: n.fs.dev, Ino: n.ino, Mode: n.mode, Nlink: n.nlink, UID: n.uid, GID: n.gid,
-		Size: n.size, Blksize: pageSize, Blocks: int64(len(n.data)) * (pageSize / 512),
+		Size: n.size, Blksize: pageSize, Blocks: n.blocksLocked(),
 		Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime}
 }
 

@@ -3,18 +3,37 @@ package tmpfs
 import (
 	"bytes"
 	"io"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/sentry/memfile"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
+
+var (
+	memOnce sync.Once
+	mem     *memfile.File
+)
+
+// testMem is the memory file every test's tmpfs keeps its data in.
+func testMem(t *testing.T) *memfile.File {
+	t.Helper()
+	memOnce.Do(func() {
+		var err error
+		if mem, err = memfile.New(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return mem
+}
 
 func newRoot(t *testing.T, size int64) *inode {
 	t.Helper()
 	opts := DefaultOptions()
 	opts.Size = size
-	return New(opts).Inode().(*inode)
+	return New(testMem(t), opts).Inode().(*inode)
 }
 
 func stat(t *testing.T, ino vfs.Inode) vfs.Stat {
@@ -46,7 +65,7 @@ func read(f *file, n int, off int64) ([]byte, error) {
 }
 
 func TestRootDefaults(t *testing.T) {
-	root := New(Options{Mode: 0o1777, UID: 5, GID: 6})
+	root := New(testMem(t), Options{Mode: 0o1777, UID: 5, GID: 6})
 	st := stat(t, root.Inode())
 	if st.Mode != unix.S_IFDIR|0o1777 || st.UID != 5 || st.GID != 6 || st.Nlink != 2 || st.Size != 40 {
 		t.Errorf("root = %+v", st)
@@ -276,14 +295,14 @@ func (interruptedTask) Interrupted() bool           { return true }
 // nothing kept, as Linux's tmpfs does, rather than run the host out of
 // memory while a kill waits.
 func TestAllocateInterrupted(t *testing.T) {
-	f := NewMemFD("big", 0, 0).(*memFile).file
-	before := memfdFS.pages.Load()
+	f := NewMemFD(testMem(t), "big", 0, 0).(*memFile).file
+	before := memfds(testMem(t)).pages.Load()
 	if err := f.Allocate(interruptedTask{}, 0, 1<<40); err != unix.EINTR {
 		t.Fatalf("Allocate of 1 TiB, interrupted: %v, want EINTR", err)
 	}
-	if st := stat(t, f.n); st.Size != 0 || st.Blocks != 0 || memfdFS.pages.Load() != before {
+	if st := stat(t, f.n); st.Size != 0 || st.Blocks != 0 || memfds(testMem(t)).pages.Load() != before {
 		t.Fatalf("after an interrupted Allocate: size %d, blocks %d, %d pages in use (%d before)",
-			st.Size, st.Blocks, memfdFS.pages.Load(), before)
+			st.Size, st.Blocks, memfds(testMem(t)).pages.Load(), before)
 	}
 }
 
@@ -334,7 +353,7 @@ func TestRemoveAndRename(t *testing.T) {
 		{"noreplace", ad.Rename("file", ad, "sub", unix.RENAME_NOREPLACE), unix.EEXIST},
 		{"exchange with missing", ad.Rename("file", ad, "nope", unix.RENAME_EXCHANGE), unix.ENOENT},
 		{"link a directory", root.Link("l", a), unix.EPERM},
-		{"link from another tmpfs", root.Link("l", New(DefaultOptions()).Inode()), unix.EXDEV},
+		{"link from another tmpfs", root.Link("l", New(testMem(t), DefaultOptions()).Inode()), unix.EXDEV},
 		{"mknod a FIFO", errOf(root.Mknod("p", unix.S_IFIFO|0o644, 0, 0, 0)), unix.EPERM},
 		{"symlink too long", errOf(root.Symlink("s", string(make([]byte, pageSize)), 0, 0)), unix.ENAMETOOLONG},
 	} {

@@ -59,7 +59,7 @@ func New(t testing.TB, table kernel.SyscallTable) *Sandbox {
 	}
 	opts := tmpfs.DefaultOptions()
 	opts.Mode = 0o755
-	root := vfs.NewRootMount(tmpfs.New(opts), "tmpfs", 0).Root()
+	root := vfs.NewRootMount(tmpfs.New(mf, opts), "tmpfs", 0).Root()
 	s := &Sandbox{T: t, Platform: fake.New(mf), MemFile: mf, Root: root}
 	s.Mkdir("/bin", 0o755)
 	s.Mkdir("/tmp", 0o1777)

@@ -1,0 +1,318 @@
+package mm
+
+import (
+	"sync"
+
+	"github.com/moat-sandbox/moat/sentry/memfile"
+)
+
+// ChunkSize is the unit FilePages allocate in: large enough that a file
+// written in big blocks lies in few runs of the memory file (each run one
+// host mapping when the file is mapped), small enough that a small file
+// costs little address space. Only pages touched cost host memory.
+const ChunkSize = 64 << 10
+
+const pagesPerChunk = ChunkSize / PageSize
+
+// FilePages hold a file's contents in the memory file, so that every
+// MAP_SHARED mapping of the file is the file (the same pages), and a
+// MAP_PRIVATE one shares them until it writes: read(2), write(2) and
+// mappings see one another's changes, as on Linux. A tmpfs file's data
+// lives here; so does a host file's while it is mapped shared.
+//
+// FilePages hold one reference on each chunk; a mapping takes its own on
+// the pages it maps (Map) and drops it when it goes, so pages a mapping
+// still holds outlive a truncation or the file.
+type FilePages struct {
+	mf *memfile.File
+	// account, if set, is asked before pages start holding data (n > 0)
+	// and told when they stop (n < 0): a tmpfs's size limit. It may
+	// refuse with an error (ENOSPC).
+	account func(n int64) error
+
+	mu     sync.Mutex
+	chunks map[int64]*chunk // by index: file offset / ChunkSize
+	used   int64            // pages holding data, as accounted
+}
+
+// chunk is ChunkSize bytes of the memory file; used marks its pages that
+// hold data (were written or allocated), for accounting: a page the
+// memory file has never had read or written reads as zeros either way.
+type chunk struct {
+	off  uint64
+	used uint16
+}
+
+// NewFilePages returns an empty file's pages. account may be nil.
+func NewFilePages(mf *memfile.File, account func(n int64) error) *FilePages {
+	return &FilePages{mf: mf, account: account, chunks: make(map[int64]*chunk)}
+}
+
+// ReadAt copies the bytes at off into b; holes read as zeros. The caller
+// bounds b by the file's size.
+func (p *FilePages) ReadAt(b []byte, off int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(b) > 0 {
+		idx, in := off/ChunkSize, off%ChunkSize
+		k := min(int64(len(b)), ChunkSize-in)
+		if c := p.chunks[idx]; c != nil {
+			copy(b[:k], p.mf.Slice(c.off+uint64(in), uint64(k)))
+		} else {
+			clear(b[:k])
+		}
+		b, off = b[k:], off+k
+	}
+}
+
+// WriteAt copies b into the file at off, allocating what it needs. When
+// the account refuses, it writes what fits and returns the error.
+func (p *FilePages) WriteAt(b []byte, off int64) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.ensureLocked(off/ChunkSize, (off+int64(len(b))-1)/ChunkSize); err != nil {
+		return 0, err
+	}
+	done := 0
+	for done < len(b) {
+		// A page at a time: a full file system takes what fits.
+		pos := off + int64(done)
+		idx, in := pos/ChunkSize, pos%ChunkSize
+		k := min(int64(len(b)-done), PageSize-pos%PageSize)
+		if err := p.markLocked(idx, in, k); err != nil {
+			return done, err
+		}
+		done += copy(p.mf.Slice(p.chunks[idx].off+uint64(in), uint64(k)), b[done:])
+	}
+	return done, nil
+}
+
+// Allocate makes [off, off+length) hold data, as fallocate does, so that
+// writing there cannot fail for want of space.
+func (p *FilePages) Allocate(off, length int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	first, last := off/ChunkSize, (off+length-1)/ChunkSize
+	if err := p.ensureLocked(first, last); err != nil {
+		return err
+	}
+	for pos := off; pos < off+length; {
+		idx, in := pos/ChunkSize, pos%ChunkSize
+		k := min(off+length-pos, ChunkSize-in)
+		if err := p.markLocked(idx, in, k); err != nil {
+			return err
+		}
+		pos += k
+	}
+	return nil
+}
+
+// ensureLocked allocates the missing chunks of [first, last], each run of
+// missing neighbours as one range of the memory file.
+func (p *FilePages) ensureLocked(first, last int64) error {
+	for idx := first; idx <= last; {
+		if p.chunks[idx] != nil {
+			idx++
+			continue
+		}
+		end := idx
+		for end+1 <= last && p.chunks[end+1] == nil {
+			end++
+		}
+		n := end - idx + 1
+		off, err := p.mf.Allocate(uint64(n * ChunkSize))
+		if err != nil {
+			return err
+		}
+		for k := int64(0); k < n; k++ {
+			p.chunks[idx+k] = &chunk{off: off + uint64(k*ChunkSize)}
+		}
+		idx = end + 1
+	}
+	return nil
+}
+
+// markLocked records that [in, in+n) of chunk idx holds data.
+func (p *FilePages) markLocked(idx, in, n int64) error {
+	c := p.chunks[idx]
+	var add uint16
+	for pg := in / PageSize; pg <= (in+n-1)/PageSize; pg++ {
+		add |= 1 << pg
+	}
+	add &^= c.used
+	if add == 0 {
+		return nil
+	}
+	k := int64(popcount(add))
+	if p.account != nil {
+		if err := p.account(k); err != nil {
+			return err
+		}
+	}
+	c.used |= add
+	p.used += k
+	return nil
+}
+
+func popcount(v uint16) int {
+	n := 0
+	for ; v != 0; v &= v - 1 {
+		n++
+	}
+	return n
+}
+
+// Truncate drops the data past size: chunks wholly past it are freed
+// (but for what mappings still hold), and the rest of the last page and
+// chunk reads as zeros.
+func (p *FilePages) Truncate(size int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keep := (size + ChunkSize - 1) / ChunkSize
+	for idx, c := range p.chunks {
+		if idx >= keep {
+			p.dropLocked(c)
+			delete(p.chunks, idx)
+		}
+	}
+	if in := size % ChunkSize; in != 0 {
+		if c := p.chunks[size/ChunkSize]; c != nil {
+			clear(p.mf.Slice(c.off+uint64(in), uint64(ChunkSize-in)))
+			var gone uint16
+			for pg := (in + PageSize - 1) / PageSize; pg < pagesPerChunk; pg++ {
+				gone |= 1 << pg
+			}
+			p.unmarkLocked(c, gone)
+		}
+	}
+}
+
+// dropLocked gives back chunk c.
+func (p *FilePages) dropLocked(c *chunk) {
+	p.unmarkLocked(c, c.used)
+	p.mf.DecRef(c.off, ChunkSize)
+}
+
+func (p *FilePages) unmarkLocked(c *chunk, gone uint16) {
+	gone &= c.used
+	if gone == 0 {
+		return
+	}
+	k := int64(popcount(gone))
+	c.used &^= gone
+	p.used -= k
+	if p.account != nil {
+		p.account(-k)
+	}
+}
+
+// Release gives back every chunk: the file is gone.
+func (p *FilePages) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for idx, c := range p.chunks {
+		p.dropLocked(c)
+		delete(p.chunks, idx)
+	}
+}
+
+// Pages is how many pages hold data.
+func (p *FilePages) Pages() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.used
+}
+
+// fileRange is a run of a file's pages in the memory file.
+type fileRange struct {
+	off, len uint64
+}
+
+// mapRange returns where the file's bytes [off, off+length) are (off and
+// length page aligned), allocating missing chunks, in runs contiguous in
+// the memory file, with a reference taken on each for the mapping.
+func (p *FilePages) mapRange(off, length uint64) ([]fileRange, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	end := off + length
+	if err := p.ensureLocked(int64(off/ChunkSize), int64((end-1)/ChunkSize)); err != nil {
+		return nil, err
+	}
+	var out []fileRange
+	for pos := off; pos < end; {
+		c := p.chunks[int64(pos/ChunkSize)]
+		in := pos % ChunkSize
+		k := min(end-pos, ChunkSize-in)
+		mo := c.off + in
+		if n := len(out); n > 0 && out[n-1].off+out[n-1].len == mo {
+			out[n-1].len += k
+		} else {
+			out = append(out, fileRange{mo, k})
+		}
+		pos += k
+	}
+	for _, r := range out {
+		p.mf.IncRef(r.off, r.len)
+	}
+	return out, nil
+}
+
+// PageRange is a range of a file's bytes, page aligned.
+type PageRange struct{ Off, Len int64 }
+
+// Holes returns the pages of [off, off+length) that hold no data, in
+// order, runs merged.
+func (p *FilePages) Holes(off, length int64) []PageRange {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []PageRange
+	add := func(pos, n int64) {
+		if k := len(out); k > 0 && out[k-1].Off+out[k-1].Len == pos {
+			out[k-1].Len += n
+		} else {
+			out = append(out, PageRange{pos, n})
+		}
+	}
+	end := (off + length + PageSize - 1) &^ (PageSize - 1)
+	for pos := off &^ (PageSize - 1); pos < end; {
+		c := p.chunks[pos/ChunkSize]
+		if c == nil {
+			next := min((pos/ChunkSize+1)*ChunkSize, end)
+			add(pos, next-pos)
+			pos = next
+			continue
+		}
+		if c.used&(1<<((pos%ChunkSize)/PageSize)) == 0 {
+			add(pos, PageSize)
+		}
+		pos += PageSize
+	}
+	return out
+}
+
+// Deallocate makes the pages of [off, off+length) (page aligned) holes
+// again: zeros that hold no data, their chunks given back when empty.
+func (p *FilePages) Deallocate(off, length int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for pos := off; pos < off+length; pos += PageSize {
+		idx := pos / ChunkSize
+		c := p.chunks[idx]
+		if c == nil {
+			pos = (idx+1)*ChunkSize - PageSize // the next chunk
+			continue
+		}
+		clear(p.mf.Slice(c.off+uint64(pos%ChunkSize), PageSize))
+		p.unmarkLocked(c, 1<<((pos%ChunkSize)/PageSize))
+		if c.used == 0 {
+			p.mf.DecRef(c.off, ChunkSize)
+			delete(p.chunks, idx)
+		}
+	}
+}
+
+// PagesFile is an open file that keeps its data in FilePages: its
+// mappings are made of those pages, up to the file's size.
+type PagesFile interface {
+	FilePages() (*FilePages, int64)
+}
