@@ -280,7 +280,11 @@ func (k *Kernel) loadELF(res, cwd vfs.Resolver, creds *Credentials, f execFile, 
 		return nil, err
 	}
 	ok = true
-	return &image{mm: m, comm: path.Base(name), exe: f.path,
+	comm := path.Base(name)
+	if len(comm) > 15 {
+		comm = comm[:15] // TASK_COMM_LEN, less its NUL: init's name too
+	}
+	return &image{mm: m, comm: comm, exe: f.path,
 		regs: arch.Registers{Rip: uint64(img.Entry), Rsp: uint64(sp), Eflags: arch.InitialEflags}}, nil
 }
 
