@@ -60,7 +60,9 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 	tg.mu.Lock() // others read them: the context for the process's CPU time, the rest for /proc
 	t.ctx, t.exe, t.comm = ctx, img.exe, comm
 	t.prctl.Dumpable = 1
+	t.prctl.KeepCaps = false // prctl(2): "reset to 0 on subsequent calls to execve"
 	tg.mu.Unlock()
+	t.creds.SetKeepCaps(false)
 	t.mm.SetLimitAS(tg.limitAS)
 	t.mm.SetLimitStack(tg.limitStack)
 	if ctx != oldCtx && !old.DecUsers() {
