@@ -284,3 +284,32 @@ func TestExecFindsARelativeELFInterpreterFromTheWorkingDirectory(t *testing.T) {
 		}
 	}
 }
+
+func TestAProgramsNameIsCutToFifteenBytes(t *testing.T) {
+	// TASK_COMM_LEN is 16 with the NUL, for init as for an exec.
+	const long = "/bin/a-very-long-program-name"
+	name := func(g *fake.Guest) string {
+		buf := g.Alloc(32)
+		g.Write(buf, []byte("################################"))
+		g.Call(unix.SYS_PRCTL, unix.PR_GET_NAME, buf)
+		b := make([]byte, 17)
+		g.Read(buf, b)
+		return string(b)
+	}
+	want := "a-very-long-pro\x00#"
+	s := kerneltest.New(t, syscalls.NewTable())
+	var initName, execName string
+	s.AddProgram(long, func(g *fake.Guest) {
+		if initName == "" {
+			initName = name(g)
+			execvePath(g, long, []string{"again"})
+			return
+		}
+		execName = name(g)
+	})
+	s.Start(func(g *fake.Guest) {}, kerneltest.Init{Argv: []string{long}})
+	s.Wait()
+	if initName != want || execName != want {
+		t.Errorf("init's name %q, an exec's %q; want %q", initName, execName, want)
+	}
+}
