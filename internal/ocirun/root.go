@@ -26,8 +26,9 @@ func (rt *Runtime) At(dir string) Root {
 	return Root{Runtime: rt, Dir: dir}
 }
 
-// Args is the command line of a subcommand: --root, then the runtime's
-// flags, then sub, the order runc's command line requires of global flags.
+// Args is the command line of a subcommand: --root and the runtime's
+// flags, then sub; runc's command line takes global flags only before the
+// subcommand.
 func (r Root) Args(sub ...string) []string {
 	return slices.Concat([]string{"--root", r.Dir}, r.Flags, sub)
 }
@@ -37,8 +38,8 @@ func (r Root) Command(sub ...string) *exec.Cmd {
 	return exec.Command(r.Path, r.Args(sub...)...)
 }
 
-// Run runs the bundle at dir as container id, `run --bundle DIR ID`, as
-// the package's Run runs any process. A nil lim.Stop asks the runtime to
+// Run runs bundle (a directory) as container id, `run --bundle BUNDLE ID`,
+// as the package's Run runs any process. A nil lim.Stop asks the runtime to
 // kill the container with SIGKILL. A runtime deletes a container that ran
 // to its end, not one it failed to start or that was stopped: deleting it
 // then is the caller's part.
@@ -53,7 +54,7 @@ func (r Root) Run(ctx context.Context, bundle, id string, stdio Stdio, lim Limit
 // keep its caller from finishing, or from exiting after a Ctrl-C.
 const CommandTimeout = 30 * time.Second
 
-// Create creates container id from the bundle at dir without starting it.
+// Create creates container id from bundle without starting it.
 // Its init keeps stdio for the container's process: files, not pipes (see
 // Output), and what the runtime says goes there too.
 func (r Root) Create(bundle, id string, stdio Stdio) error {
