@@ -127,13 +127,14 @@ func TestAHandlerInterruptsABlockingReadWithEINTRUnlessSARESTART(t *testing.T) {
 				act.Flags = linuxabi.SA_RESTART
 			}
 			g.Sigaction(unix.SIGUSR1, act)
+			// The child signals again and again, so that one signal comes
+			// while the read waits however late the read starts.
 			child, _ := g.Fork(func(g *fake.Guest) {
-				g.Compute(20 * time.Millisecond)
-				g.Call(unix.SYS_KILL, 1, uintptr(unix.SIGUSR1))
-				if restart {
-					g.Compute(20 * time.Millisecond)
-					g.Call(unix.SYS_WRITE, w, g.CString("abc"), 3)
+				for i := 0; !restart || i < 3; i++ {
+					g.Compute(10 * time.Millisecond)
+					g.Call(unix.SYS_KILL, 1, uintptr(unix.SIGUSR1))
 				}
+				g.Call(unix.SYS_WRITE, w, g.CString("abc"), 3)
 			})
 			buf := g.Alloc(16)
 			n, errno := g.Call(unix.SYS_READ, r, buf, 16)
@@ -143,6 +144,7 @@ func TestAHandlerInterruptsABlockingReadWithEINTRUnlessSARESTART(t *testing.T) {
 			if !restart && errno != unix.EINTR {
 				t.Errorf("read interrupted by a handler = %d, %v; want EINTR", n, errno)
 			}
+			g.Call(unix.SYS_KILL, uintptr(child), uintptr(unix.SIGKILL))
 			g.Wait(child, 0)
 		}
 	})

@@ -380,14 +380,19 @@ func TestASignalHandlerInterruptsEpollWaitWithEINTR(t *testing.T) {
 		r, _ := newPipe(t, g)
 		ep := newEpoll(t, g)
 		ctl(g, ep, unix.EPOLL_CTL_ADD, r, unix.EPOLLIN, 1)
+		// The child signals until it is killed, so that one signal comes
+		// while epoll_wait waits however late the call starts.
 		pid, _ := g.Fork(func(g *fake.Guest) {
-			g.Compute(20 * time.Millisecond)
-			g.Call(unix.SYS_KILL, 1, uintptr(unix.SIGUSR1))
+			for {
+				g.Compute(10 * time.Millisecond)
+				g.Call(unix.SYS_KILL, 1, uintptr(unix.SIGUSR1))
+			}
 		})
 		// Never restarted, SA_RESTART or not (signal(7)).
 		if n, errno := g.Call(unix.SYS_EPOLL_WAIT, ep, g.Alloc(12), 1, ^uintptr(0)); errno != unix.EINTR {
 			t.Errorf("epoll_wait interrupted by a handler = %d, %v; want EINTR", n, errno)
 		}
+		g.Call(unix.SYS_KILL, uintptr(pid), uintptr(unix.SIGKILL))
 		g.Wait(pid, 0)
 	}, kerneltest.Init{})
 	if st := s.Wait(); st != (kernel.ExitStatus{}) {

@@ -100,13 +100,13 @@ func TestAWriteThatWouldOverflowWaitsOrIsEAGAIN(t *testing.T) {
 		blocking := newEventfd(t, g, 0, 0)
 		add(g, blocking, maxCount)
 		const delay = 20 * time.Millisecond
+		start := time.Now() // before the child can start its delay
 		pid, _ := g.Fork(func(g *fake.Guest) {
 			g.Compute(delay)
 			if v, _ := take(g, blocking); v != maxCount {
 				t.Errorf("reader took %d, want the largest count", v)
 			}
 		})
-		start := time.Now()
 		if n, errno := add(g, blocking, 5); n != 8 || errno != 0 {
 			t.Errorf("blocking write past the largest count = %d, %v", n, errno)
 		}
@@ -124,11 +124,11 @@ func TestABlockingReadWaitsForAWrite(t *testing.T) {
 	run(t, func(g *fake.Guest) {
 		fd := newEventfd(t, g, 0, 0)
 		const delay = 20 * time.Millisecond
+		start := time.Now() // before the child can start its delay
 		pid, _ := g.Fork(func(g *fake.Guest) {
 			g.Compute(delay)
 			add(g, fd, 42)
 		})
-		start := time.Now()
 		if v, errno := take(g, fd); v != 42 || errno != 0 {
 			t.Errorf("read = %d, %v; want 42", v, errno)
 		}

@@ -158,11 +158,11 @@ func TestABlockingReadWaitsForAWriter(t *testing.T) {
 	run(t, func(g *fake.Guest) {
 		r, w := newPipe(t, g, 0)
 		const delay = 20 * time.Millisecond
+		start := time.Now() // before the child can start its delay
 		pid, _ := g.Fork(func(g *fake.Guest) {
 			g.Compute(delay)
 			write(g, w, []byte("hello"))
 		})
-		start := time.Now()
 		b, errno := read(g, r, 100)
 		if el := time.Since(start); el < delay {
 			t.Errorf("read returned after %v, before the writer wrote", el)

@@ -128,7 +128,10 @@ func TestProcPidStatHasLinuxsFiftyTwoFields(t *testing.T) {
 		g.Call(unix.SYS_RT_SIGPROCMASK, unix.SIG_BLOCK, block, 0, 8)
 		g.Sigaction(unix.SIGUSR2, fake.SigAction{Handler: 1}) // SIG_IGN
 		g.Sigaction(unix.SIGTERM, fake.SigAction{Handler: s.Platform.Handler(func(*fake.Guest) {})})
-		_, tidAddr, _ := g.Thread(func(g *fake.Guest) { g.Call(unix.SYS_PAUSE) })
+		fds := g.Alloc(8)
+		g.Call(unix.SYS_PIPE2, fds, 0)
+		release, done := uintptr(g.ReadU32(fds)), uintptr(g.ReadU32(fds+4))
+		_, tidAddr, _ := g.Thread(func(g *fake.Guest) { g.Call(unix.SYS_READ, release, g.Alloc(1), 1) })
 
 		texts := readProcs(t, g, "/proc/self/stat", "/proc/self/status", "/proc/self/cmdline", "/proc/self/environ")
 		f := statFields(t, texts[0])
@@ -191,7 +194,7 @@ func TestProcPidStatHasLinuxsFiftyTwoFields(t *testing.T) {
 		if start := num(22); start > 1000*100 {
 			t.Errorf("stat starttime %d ticks: not since boot in USER_HZ", start)
 		}
-		g.Call(unix.SYS_TGKILL, pid, uintptr(g.ReadU32(tidAddr)), uintptr(unix.SIGTERM))
+		g.Call(unix.SYS_WRITE, done, g.CString("x"), 1)
 		g.Join(tidAddr)
 	})
 }

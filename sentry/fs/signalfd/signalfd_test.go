@@ -223,11 +223,11 @@ func TestABlockingSignalfdReadWaitsForASignal(t *testing.T) {
 		block(g, bit(unix.SIGUSR1))
 		fd := signalfd(t, g, ^uintptr(0), bit(unix.SIGUSR1), 0)
 		const delay = 20 * time.Millisecond
+		start := time.Now() // before the child can start its delay
 		pid, _ := g.Fork(func(g *fake.Guest) {
 			g.Compute(delay)
 			g.Call(unix.SYS_KILL, 1, uintptr(unix.SIGUSR1))
 		})
-		start := time.Now()
 		if b, errno := readInfos(g, fd, 1); errno != 0 || len(b) != infoSize {
 			t.Errorf("read = %d bytes, %v", len(b), errno)
 		}
