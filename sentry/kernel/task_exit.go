@@ -57,6 +57,11 @@ func (t *Task) exit() {
 	}
 	t.releaseVfork()
 
+	// A task leaves RLIMIT_NPROC's count as it leaves its process, under
+	// both locks: an exec waiting for the other tasks to go must find the
+	// count without them, as Linux's release_task drops it before de_thread
+	// lets the exec go on. The last task stays counted as the zombie.
+	k.treeMu.Lock()
 	tg.mu.Lock()
 	for i, x := range tg.tasks {
 		if x == t {
@@ -66,6 +71,9 @@ func (t *Task) exit() {
 		}
 	}
 	last := len(tg.tasks) == 0
+	if !last {
+		k.countTaskLocked(t, -1)
+	}
 	tg.taskExits.broadcast()
 	if last && !tg.exiting {
 		tg.exiting = true
@@ -73,6 +81,7 @@ func (t *Task) exit() {
 	}
 	status := tg.status
 	tg.mu.Unlock()
+	k.treeMu.Unlock()
 
 	var usage Usage
 	if last {
@@ -94,9 +103,7 @@ func (t *Task) exit() {
 	if k.tasks[t.tid] == t { // an exec'ing thread may have taken over the id
 		delete(k.tasks, t.tid)
 	}
-	if !last {
-		k.countTaskLocked(t, -1) // the id's, or the exec'ing thread's: each task counts once
-	} else {
+	if last {
 		// A zombie counts against its user's RLIMIT_NPROC until it is
 		// reaped, as Linux releases a process's leader only then.
 		tg.zombieNproc, tg.zombieNprocUID = true, t.nprocUID
