@@ -154,7 +154,7 @@ func Msync(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if !t.MM().IsMappedRange(addr, length) {
 		return 0, unix.ENOMEM
 	}
-	return 0, nil
+	return 0, t.MM().Msync(addr, length)
 }
 
 // Mlock implements Linux syscall mlock(2). Guest memory is never swapped

@@ -52,6 +52,9 @@ func fsync(t *kernel.Task, fd int32) (uintptr, error) {
 	if st.Type() != unix.S_IFREG && st.Type() != unix.S_IFDIR {
 		return 0, unix.EINVAL
 	}
+	if s, ok := f.Impl().(vfs.Syncer); ok {
+		return 0, s.Sync()
+	}
 	return 0, nil
 }
 

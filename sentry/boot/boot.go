@@ -133,7 +133,7 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, log func
 	for i, m := range spec.Mounts {
 		switch fd, isBind := bindFD[i]; {
 		case isBind:
-			if err := mountBind(root, m.Destination, m.Options, gofer.NewClient(fd)); err != nil {
+			if err := mountBind(root, m.Destination, m.Options, gofer.NewClient(fd), mf); err != nil {
 				return vfs.Path{}, nil, err
 			}
 		case m.Destination == "/dev":
@@ -156,13 +156,13 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, log func
 // image that does not change has its files' pages cached in mf.
 func mountRoot(readonly bool, writes string, c *gofer.Client, mf *memfile.File) (vfs.Path, error) {
 	if !readonly && writes == bundle.WritesHost {
-		d, err := goferfs.New(c, nil)
+		d, err := goferfs.New(c, mf, false)
 		if err != nil {
 			return vfs.Path{}, err
 		}
 		return vfs.NewRootMount(d, "9p", 0).Root(), nil
 	}
-	image, err := goferfs.New(c, mf)
+	image, err := goferfs.New(c, mf, true)
 	if err != nil {
 		return vfs.Path{}, err
 	}
@@ -178,10 +178,11 @@ func mountRoot(readonly bool, writes string, c *gofer.Client, mf *memfile.File) 
 }
 
 // mountBind mounts the host tree a gofer socket serves at dest, with the
-// OCI mount's flags (ro, nosuid, nodev, noexec). Its pages are not cached:
-// the host may change a bind-mounted tree behind the sandbox.
-func mountBind(root vfs.Path, dest string, options []string, c *gofer.Client) error {
-	d, err := goferfs.New(c, nil)
+// OCI mount's flags (ro, nosuid, nodev, noexec). Its files' pages are
+// cached only while mapped: the host may change a bind-mounted tree
+// behind the sandbox.
+func mountBind(root vfs.Path, dest string, options []string, c *gofer.Client, mf *memfile.File) error {
+	d, err := goferfs.New(c, mf, false)
 	if err != nil {
 		return fmt.Errorf("mounts: bind mount at %s: %w", dest, err)
 	}

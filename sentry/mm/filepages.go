@@ -1,6 +1,7 @@
 package mm
 
 import (
+	"io"
 	"sync"
 
 	"github.com/moat-sandbox/moat/sentry/memfile"
@@ -29,6 +30,9 @@ type FilePages struct {
 	// and told when they stop (n < 0): a tmpfs's size limit. It may
 	// refuse with an error (ENOSPC).
 	account func(n int64) error
+	// backing, for the cache of a file kept elsewhere (a host file),
+	// fills each chunk when it is made, and takes the pages back on Sync.
+	backing Backing
 
 	mu     sync.Mutex
 	chunks map[int64]*chunk // by index: file offset / ChunkSize
@@ -46,6 +50,72 @@ type chunk struct {
 // NewFilePages returns an empty file's pages. account may be nil.
 func NewFilePages(mf *memfile.File, account func(n int64) error) *FilePages {
 	return &FilePages{mf: mf, account: account, chunks: make(map[int64]*chunk)}
+}
+
+// Backing is the file a cache of FilePages stands for.
+type Backing interface {
+	// ReadAt fills p from the file at off; a short read leaves zeros.
+	ReadAt(p []byte, off int64) (int, error)
+	// WriteBack writes p to the file at off, no further than the file's
+	// end.
+	WriteBack(p []byte, off int64) error
+}
+
+// NewCachePages returns a cache of b's pages, for shared mappings of a
+// file kept elsewhere: chunks are read from b when first needed, and
+// written back by Sync.
+func NewCachePages(mf *memfile.File, b Backing) *FilePages {
+	return &FilePages{mf: mf, backing: b, chunks: make(map[int64]*chunk)}
+}
+
+// Sync writes the chunks of a cache that overlap [off, off+length) back
+// to its file (length < 0: all of them). Pages of FilePages that are the
+// file itself have nowhere else to go.
+func (p *FilePages) Sync(off, length int64) error {
+	if p.backing == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var err error
+	for idx, c := range p.chunks {
+		start := idx * ChunkSize
+		if length >= 0 && (start+ChunkSize <= off || start >= off+length) {
+			continue
+		}
+		if e := p.backing.WriteBack(p.mf.Slice(c.off, ChunkSize), start); e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// UpdateAt copies b into the chunks of a cache that hold [off,
+// off+len(b)), the file having been written there (write(2)): mappings
+// then see the write. Chunks not made yet will be read when they are.
+func (p *FilePages) UpdateAt(b []byte, off int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(b) > 0 {
+		idx, in := off/ChunkSize, off%ChunkSize
+		k := min(int64(len(b)), ChunkSize-in)
+		if c := p.chunks[idx]; c != nil {
+			copy(p.mf.Slice(c.off+uint64(in), uint64(k)), b[:k])
+		}
+		b, off = b[k:], off+k
+	}
+}
+
+// Mapped reports whether a mapping still holds any of the pages.
+func (p *FilePages) Mapped() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.chunks {
+		if !p.mf.Exclusive(c.off, ChunkSize) {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadAt copies the bytes at off into b; holes read as zeros. The caller
@@ -123,6 +193,12 @@ func (p *FilePages) ensureLocked(first, last int64) error {
 		off, err := p.mf.Allocate(uint64(n * ChunkSize))
 		if err != nil {
 			return err
+		}
+		if p.backing != nil {
+			if _, err := p.backing.ReadAt(p.mf.Slice(off, uint64(n*ChunkSize)), idx*ChunkSize); err != nil && err != io.EOF {
+				p.mf.DecRef(off, uint64(n*ChunkSize))
+				return err
+			}
 		}
 		for k := int64(0); k < n; k++ {
 			p.chunks[idx+k] = &chunk{off: off + uint64(k*ChunkSize)}

@@ -142,6 +142,7 @@ func (m *MemoryManager) DecUsers() bool {
 	m.users--
 	last := m.users == 0
 	if last {
+		syncShared(m.vmas.s)
 		for _, p := range m.pmas.s {
 			m.mf.DecRef(p.off, uint64(p.length()))
 		}

@@ -273,6 +273,7 @@ func (m *MemoryManager) removeLocked(start, end uintptr, hostUnmap bool) {
 	if i == j {
 		return
 	}
+	syncShared(m.vmas.s[i:j])
 	m.vmas.remove(i, j)
 	pi, pj := m.pmas.isolate(start, end)
 	m.dropMappedLocked(m.pmas.s[pi:pj], start, end, hostUnmap)
@@ -293,6 +294,33 @@ func (m *MemoryManager) dropMappedLocked(ps []pma, start, end uintptr, hostUnmap
 		m.hostUnmap(start, end-start)
 	}
 	m.dropPmas(ps)
+}
+
+// syncShared writes what shared mappings of cached files hold back to the
+// files, as their mappings go: nothing a guest wrote through one is lost.
+func syncShared(vs []vma) {
+	for k := range vs {
+		if v := &vs[k]; v.shared && v.pages != nil {
+			v.pages.Sync(int64(v.fileOff), int64(v.length()))
+		}
+	}
+}
+
+// Msync implements msync(2)'s work: the shared mappings of cached files in
+// [addr, addr+length) are written back to the files.
+func (m *MemoryManager) Msync(addr, length uintptr) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	vi, vj := m.vmas.span(addr, addr+length)
+	for _, v := range m.vmas.s[vi:vj] {
+		if v.shared && v.pages != nil {
+			lo, hi := max(v.start, addr), min(v.end, addr+length)
+			if err := v.pages.Sync(int64(v.fileOff+uint64(lo-v.start)), int64(hi-lo)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Munmap implements munmap(2).

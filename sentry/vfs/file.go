@@ -41,6 +41,13 @@ type OffsetKeeper interface {
 	Seek(off int64, whence int) (int64, error)
 }
 
+// Syncer is implemented by files whose data lives elsewhere (a host
+// file): Sync is fsync(2), the data and what it needs reaching stable
+// storage there.
+type Syncer interface {
+	Sync() error
+}
+
 // CurrentOffset, as the offset of an OffsetKeeper's Read or Write, means the
 // file's own offset.
 const CurrentOffset = -1

@@ -5,6 +5,7 @@ import (
 
 	"github.com/moat-sandbox/moat/gofer"
 	"github.com/moat-sandbox/moat/sentry/fs/host"
+	"github.com/moat-sandbox/moat/sentry/mm"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
@@ -52,15 +53,17 @@ func (i *inode) setAttr(a gofer.Attr) {
 	i.attrMu.Unlock()
 }
 
-// writer makes f, open for writing, one the inode's Stat asks.
-func (i *inode) writer(f *host.Regular) vfs.FileImpl {
+// writer makes f, open for writing (or truncated), one the inode's Stat
+// asks.
+func (i *inode) writer(f *host.Regular, writable bool) vfs.FileImpl {
 	i.attrMu.Lock()
 	if i.writers == nil {
 		i.writers = make(map[*host.Regular]struct{})
 	}
 	i.writers[f] = struct{}{}
 	i.attrMu.Unlock()
-	return &writableFile{Regular: f, i: i}
+	i.opens.Add(1)
+	return &writableFile{Regular: f, i: i, writable: writable}
 }
 
 // takeCreated returns, once, the descriptor Create got.
@@ -76,7 +79,8 @@ func (i *inode) takeCreated() *host.Regular {
 // current while it lasts and when it ends.
 type writableFile struct {
 	*host.Regular
-	i *inode
+	i        *inode
+	writable bool // opened for writing, not only with O_TRUNC
 }
 
 // Release implements vfs.FileImpl: the file's last attributes are kept.
@@ -91,6 +95,40 @@ func (f *writableFile) Release() {
 	}
 	i.attrMu.Unlock()
 	f.Regular.Release()
+	if i.opens.Add(-1) == 0 {
+		i.dropCacheIfIdle()
+	}
+}
+
+// Read implements vfs.FileImpl: from the cache of a mapped file.
+func (f *writableFile) Read(dst *vfs.IOSeq, off int64) (int, error) {
+	if c := f.i.pages.Load(); c != nil {
+		return f.i.readCached(c, dst, off)
+	}
+	return f.Regular.Read(dst, off)
+}
+
+// Write implements vfs.FileImpl: to the host, and into the cache of a
+// mapped file, whose mappings see it.
+func (f *writableFile) Write(src *vfs.IOSeq, off int64) (int, error) {
+	n, err := f.Regular.Write(src, off)
+	if c := f.i.pages.Load(); c != nil && n > 0 {
+		updateCached(c, src, off, n)
+	}
+	return n, err
+}
+
+// FilePages implements mm.PagesFile: mappings share the cache.
+func (f *writableFile) FilePages() (*mm.FilePages, int64) {
+	return f.i.filePages(f.Regular, f.writable)
+}
+
+// Sync implements vfs.Syncer: what mappings wrote goes back first.
+func (f *writableFile) Sync() error {
+	if err := f.i.syncCached(); err != nil {
+		return err
+	}
+	return f.Regular.Sync()
 }
 
 // Allocate implements vfs.Allocator: the host file system reserves the

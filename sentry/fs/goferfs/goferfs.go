@@ -28,8 +28,9 @@ import (
 type fs struct {
 	client *gofer.Client
 	dev    uint64 // the device number the guest sees for every file
-	// mf holds the page caches of files, when the tree is read-only (an
-	// image that does not change, so that cached pages stay right).
+	// mf holds the page caches of files: of every file of a read-only
+	// tree (an image that does not change, so that cached pages stay
+	// right), and of a writable tree's files while they are mapped.
 	mf *memfile.File
 
 	// cachedFDs counts read-only host descriptors kept open by inodes.
@@ -61,6 +62,13 @@ type inode struct {
 	// follows it.
 	created *host.Regular
 
+	// opens counts the open files of the inode, which keep a cache of a
+	// writable file's pages (cache.go) while it is not mapped.
+	opens   atomic.Int64
+	cacheMu sync.Mutex
+	pages   atomic.Pointer[mm.FilePages]
+	backing *hostBacking // cacheMu
+
 	// ro is a read-only host descriptor shared by every read-only open of
 	// a regular file: I/O on it is positioned (pread), so opens need not
 	// have their own. users counts the opens using it.
@@ -74,10 +82,11 @@ type inode struct {
 	target string
 }
 
-// New returns the root dentry of the gofer's tree. With mf set, the tree is
-// read-only and its files' pages are cached in mf for mappings to share.
-func New(c *gofer.Client, mf *memfile.File) (*vfs.Dentry, error) {
-	f := &fs{client: c, dev: vfs.NewAnonDev(), mf: mf, readonly: mf != nil}
+// New returns the root dentry of the gofer's tree, whose files' pages are
+// cached in mf for mappings. A readonly tree (an image) never changes:
+// every file's pages may be cached for the sandbox's life.
+func New(c *gofer.Client, mf *memfile.File, readonly bool) (*vfs.Dentry, error) {
+	f := &fs{client: c, dev: vfs.NewAnonDev(), mf: mf, readonly: readonly}
 	a, err := c.Stat(gofer.RootNode)
 	if err != nil {
 		return nil, err
@@ -150,7 +159,7 @@ func (i *inode) Open(flags int) (vfs.FileImpl, error) {
 		return nil, unix.EACCES
 	}
 	if f := i.takeCreated(); f != nil {
-		return i.writer(f), nil
+		return i.writer(f, flags&unix.O_ACCMODE != unix.O_RDONLY), nil
 	}
 	if flags&(unix.O_ACCMODE|unix.O_TRUNC) == unix.O_RDONLY {
 		return i.openShared()
@@ -161,11 +170,11 @@ func (i *inode) Open(flags int) (vfs.FileImpl, error) {
 	}
 	if flags&unix.O_TRUNC != 0 {
 		i.markStale() // the size and times changed, and the file may be opened read-only
+		if c := i.pages.Load(); c != nil {
+			c.Truncate(0)
+		}
 	}
-	if flags&unix.O_ACCMODE == unix.O_RDONLY {
-		return f, nil
-	}
-	return i.writer(f), nil
+	return i.writer(f, flags&unix.O_ACCMODE != unix.O_RDONLY), nil
 }
 
 // openHost asks the gofer for a descriptor of its own.
@@ -192,6 +201,7 @@ func (i *inode) openShared() (vfs.FileImpl, error) {
 		i.fs.cachedFDs.Add(1)
 	}
 	i.users++
+	i.opens.Add(1)
 	return &sharedFile{Regular: i.ro, i: i}, nil
 }
 
@@ -222,14 +232,28 @@ func (f *sharedFile) FileCache() *mm.FileCache {
 func (f *sharedFile) Release() {
 	i := f.i
 	i.mu.Lock()
-	defer i.mu.Unlock()
 	i.users--
 	if i.users == 0 && i.fs.cachedFDs.Load() > maxCachedFDs {
 		i.ro.Release()
 		i.ro = nil
 		i.fs.cachedFDs.Add(-1)
 	}
+	i.mu.Unlock()
+	if i.opens.Add(-1) == 0 {
+		i.dropCacheIfIdle()
+	}
 }
+
+// Read implements vfs.FileImpl: from the cache of a mapped file.
+func (f *sharedFile) Read(dst *vfs.IOSeq, off int64) (int, error) {
+	if c := f.i.pages.Load(); c != nil {
+		return f.i.readCached(c, dst, off)
+	}
+	return f.Regular.Read(dst, off)
+}
+
+// FilePages implements mm.PagesFile for a file of a writable tree.
+func (f *sharedFile) FilePages() (*mm.FilePages, int64) { return f.i.filePages(f.Regular, false) }
 
 // dirFile is an open directory: listing goes through the inode, and vfs
 // answers reads with EISDIR.

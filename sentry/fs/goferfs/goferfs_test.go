@@ -3,13 +3,32 @@ package goferfs
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/gofer"
+	"github.com/moat-sandbox/moat/sentry/memfile"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
+
+var (
+	memOnce sync.Once
+	mem     *memfile.File
+)
+
+// testMem is the memory file the tests' caches use.
+func testMem(t *testing.T) *memfile.File {
+	t.Helper()
+	memOnce.Do(func() {
+		var err error
+		if mem, err = memfile.New(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return mem
+}
 
 // served runs a gofer in-process on dir and returns the goferfs tree it
 // serves, writable.
@@ -31,7 +50,7 @@ func served(t *testing.T, dir string) vfs.Path {
 			t.Errorf("gofer: %v", err)
 		}
 	})
-	root, err := New(c, nil)
+	root, err := New(c, testMem(t), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,6 +157,9 @@ func (i *inode) SetAttr(a *vfs.Attr) error {
 		return err
 	}
 	i.setAttr(out)
+	if c := i.pages.Load(); c != nil && a.Mask&vfs.SetSize != 0 {
+		c.Truncate(a.Size)
+	}
 	return nil
 }
 

@@ -164,6 +164,15 @@ func (f *File) Stat() (vfs.Stat, error) {
 	return s, nil
 }
 
+// Sync implements vfs.Syncer: fsync(2) of the host file.
+func (f *Regular) Sync() error {
+	for {
+		if err := unix.Fsync(f.fd); err != unix.EINTR {
+			return err
+		}
+	}
+}
+
 // Size implements vfs.Seeker.
 func (f *Regular) Size() (int64, error) {
 	st, err := f.Stat()
