@@ -8,7 +8,7 @@ const (
 	noteRusage      = "of the child's resource usage, ru_maxrss is its resident set at exit and fields past ru_minflt are zero"
 	noteMknod       = "regular files only: FIFOs, sockets and device nodes answer EPERM"
 	noteStatfs      = "tmpfs reports its size and use; the other file systems their type, with no sizes"
-	noteNoWriteback = "file contents are copied at map time: MAP_SHARED file mappings do not write back"
+	noteMapEOF      = "a file's pages past its end when mapped stay SIGBUS if the file grows later, and a tmpfs size limit does not count pages first written through a mapping"
 
 	noteMountsInside = "until mounts inside the sandbox's own tree (issue #14)"
 	noteReserved     = "reserved: Linux has never implemented it and answers ENOSYS"
@@ -53,7 +53,7 @@ var table = [...]Entry{
 	6:   full("lstat", Lstat),
 	7:   full("poll", Poll),
 	8:   full("lseek", Lseek),
-	9:   partial("mmap", Mmap, noteNoWriteback),
+	9:   partial("mmap", Mmap, noteMapEOF),
 	10:  full("mprotect", Mprotect),
 	11:  full("munmap", Munmap),
 	12:  full("brk", Brk),
@@ -70,7 +70,7 @@ var table = [...]Entry{
 	23:  full("select", Select),
 	24:  full("sched_yield", SchedYield),
 	25:  full("mremap", Mremap),
-	26:  partial("msync", Msync, noteNoWriteback),
+	26:  full("msync", Msync),
 	27:  full("mincore", Mincore),
 	28:  full("madvise", Madvise),
 	29:  notYet("shmget", areaSysV),
