@@ -11,68 +11,113 @@ import (
 
 // Read implements Linux syscall read(2).
 func Read(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	f, err := t.FDs().Get(a.Int(0))
-	if err != nil {
-		return 0, err
-	}
-	defer f.DecRef()
-	n, err := f.Read(ioseq(t, a.Ptr(1), a[2]))
-	return retErr(uintptr(n), err)
+	return transfer(t, a, readable, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Read(s) })
 }
 
 // Write implements Linux syscall write(2).
 func Write(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	f, err := t.FDs().Get(a.Int(0))
-	if err != nil {
-		return 0, err
-	}
-	defer f.DecRef()
-	n, err := f.Write(ioseq(t, a.Ptr(1), a[2]))
-	return retErr(uintptr(n), err)
+	return transfer(t, a, writable, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Write(s) })
 }
 
 // Pread64 implements Linux syscall pread64(2).
 func Pread64(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	f, err := t.FDs().Get(a.Int(0))
-	if err != nil {
-		return 0, err
+	off := a.Int64(3)
+	if off < 0 {
+		return 0, unix.EINVAL
 	}
-	defer f.DecRef()
-	n, err := f.Pread(ioseq(t, a.Ptr(1), a[2]), a.Int64(3))
-	return retErr(uintptr(n), err)
+	return transfer(t, a, positioned(readable), func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Pread(s, off) })
 }
 
 // Pwrite64 implements Linux syscall pwrite64(2).
 func Pwrite64(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	f, err := t.FDs().Get(a.Int(0))
-	if err != nil {
-		return 0, err
+	off := a.Int64(3)
+	if off < 0 {
+		return 0, unix.EINVAL
 	}
-	defer f.DecRef()
-	n, err := f.Pwrite(ioseq(t, a.Ptr(1), a[2]), a.Int64(3))
-	return retErr(uintptr(n), err)
+	return transfer(t, a, positioned(writable), func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Pwrite(s, off) })
 }
 
 // Readv implements Linux syscall readv(2).
 func Readv(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return vectored(t, a, (*vfs.File).Readable, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Read(s) })
+	return vectored(t, a, readable, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Read(s) })
 }
 
 // Writev implements Linux syscall writev(2).
 func Writev(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return vectored(t, a, (*vfs.File).Writable, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Write(s) })
+	return vectored(t, a, writable, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Write(s) })
 }
 
 // Preadv implements Linux syscall preadv(2).
 func Preadv(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	off := a.Int64(3)
-	return vectored(t, a, (*vfs.File).Readable, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Pread(s, off) })
+	if off < 0 {
+		return 0, unix.EINVAL
+	}
+	return vectored(t, a, positioned(readable), func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Pread(s, off) })
 }
 
 // Pwritev implements Linux syscall pwritev(2).
 func Pwritev(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	off := a.Int64(3)
-	return vectored(t, a, (*vfs.File).Writable, func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Pwrite(s, off) })
+	if off < 0 {
+		return 0, unix.EINVAL
+	}
+	return vectored(t, a, positioned(writable), func(f *vfs.File, s *vfs.IOSeq) (int, error) { return f.Pwrite(s, off) })
+}
+
+// readable, writable and positioned are what Linux checks of a file
+// before it looks at a transfer's buffers: a negative offset first (in
+// the callers), then the fd, then a file without offsets for a call that
+// takes one (ESPIPE), then the access mode (EBADF).
+func readable(f *vfs.File) error {
+	if !f.Readable() {
+		return unix.EBADF
+	}
+	return nil
+}
+
+func writable(f *vfs.File) error {
+	if !f.Writable() {
+		return unix.EBADF
+	}
+	return nil
+}
+
+func positioned(check func(*vfs.File) error) func(*vfs.File) error {
+	return func(f *vfs.File) error {
+		if _, ok := f.Impl().(vfs.Seeker); !ok {
+			return unix.ESPIPE
+		}
+		return check(f)
+	}
+}
+
+// userRange is Linux's access_ok: a buffer that ends past the user
+// address space (or wraps) is EFAULT before anything moves.
+func userRange(addr, n uint64) error {
+	if end := addr + n; end < addr || end > linuxabi.TASK_SIZE_MAX {
+		return unix.EFAULT
+	}
+	return nil
+}
+
+// transfer runs op on the buffer of a read-style call, once check passed
+// and the buffer is in user memory.
+func transfer(t *kernel.Task, a *arch.SyscallArgs, check func(*vfs.File) error,
+	op func(*vfs.File, *vfs.IOSeq) (int, error)) (uintptr, error) {
+	f, err := t.FDs().Get(a.Int(0))
+	if err != nil {
+		return 0, err
+	}
+	defer f.DecRef()
+	if err := check(f); err != nil {
+		return 0, err
+	}
+	if err := userRange(a[1], a[2]); err != nil {
+		return 0, err
+	}
+	n, err := op(f, ioseq(t, a.Ptr(1), a[2]))
+	return retErr(uintptr(n), err)
 }
 
 // ioseq is the guest buffer of a read or write, with its length clamped as
@@ -81,18 +126,17 @@ func ioseq(t *kernel.Task, addr uintptr, n uint64) *vfs.IOSeq {
 	return vfs.NewIOSeq(t.MM(), addr, int(min(n, linuxabi.MAX_RW_COUNT))).WithContext(t)
 }
 
-// vectored reads the iovec array of a readv-style call and runs op on it.
-// A file not open for the transfer (open says) is EBADF before the array
-// is read, as on Linux.
-func vectored(t *kernel.Task, a *arch.SyscallArgs, open func(*vfs.File) bool,
+// vectored reads the iovec array of a readv-style call, once check
+// passed, and runs op on it.
+func vectored(t *kernel.Task, a *arch.SyscallArgs, check func(*vfs.File) error,
 	op func(*vfs.File, *vfs.IOSeq) (int, error)) (uintptr, error) {
 	f, err := t.FDs().Get(a.Int(0))
 	if err != nil {
 		return 0, err
 	}
 	defer f.DecRef()
-	if !open(f) {
-		return 0, unix.EBADF
+	if err := check(f); err != nil {
+		return 0, err
 	}
 	ranges, err := copyInIovecs(t, a.Ptr(1), a[2])
 	if err != nil {
@@ -129,8 +173,8 @@ func copyInIovecs(t *kernel.Task, addr uintptr, count uint64) ([]vfs.Range, erro
 		if count == 1 {
 			n = min(n, linuxabi.MAX_RW_COUNT)
 		}
-		if end := v.Base + n; end < v.Base || end > linuxabi.TASK_SIZE_MAX {
-			return nil, unix.EFAULT
+		if err := userRange(v.Base, n); err != nil {
+			return nil, err
 		}
 	}
 	ranges := make([]vfs.Range, 0, count)
