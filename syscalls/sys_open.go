@@ -5,6 +5,7 @@ import (
 
 	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/fs/pipe"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
@@ -151,7 +152,12 @@ func openPath(t *kernel.Task, p vfs.Path, flags int, created bool) (*vfs.File, e
 			return nil, err
 		}
 	}
-	impl, err := ino.Open(flags)
+	var impl vfs.FileImpl
+	if st.Type() == unix.S_IFIFO {
+		impl, err = pipe.OpenNamed(ino, t, flags) // the sentry's pipe, on any file system
+	} else {
+		impl, err = ino.Open(flags)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -58,11 +58,13 @@ func (i *inode) Mkdir(name string, mode, uid, gid uint32) (vfs.Inode, error) {
 	return i.made(n, a, err)
 }
 
-// Mknod implements vfs.DirWriter. Only regular files are kept: a FIFO or a
-// socket in this tree would need the sentry to serve its I/O, and device
-// nodes never reach the host.
+// Mknod implements vfs.DirWriter: regular files, FIFOs (whose pipe the
+// sentry makes when one is opened) and socket nodes; device nodes never
+// reach the host.
 func (i *inode) Mknod(name string, mode uint32, rdev uint64, uid, gid uint32) (vfs.Inode, error) {
-	if mode&unix.S_IFMT != unix.S_IFREG {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG, unix.S_IFIFO, unix.S_IFSOCK:
+	default:
 		return nil, unix.EPERM
 	}
 	n, a, err := i.fs.client.Mknod(i.node, name, mode, uid, gid)

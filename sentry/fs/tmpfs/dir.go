@@ -86,10 +86,15 @@ func (n *inode) Mkdir(name string, mode, uid, gid uint32) (vfs.Inode, error) {
 	return n.makeChild(name, unix.S_IFDIR|mode&0o7777, uid, gid, "")
 }
 
-// Mknod implements vfs.DirWriter: FIFOs, sockets and devices are not kept.
+// Mknod implements vfs.DirWriter: FIFOs (whose pipe the sentry makes
+// when one is opened) and socket nodes are kept; device nodes are not,
+// since nothing in the sandbox may reach a device through one.
 func (n *inode) Mknod(name string, mode uint32, rdev uint64, uid, gid uint32) (vfs.Inode, error) {
-	if mode&unix.S_IFMT == unix.S_IFREG {
+	switch typ := mode & unix.S_IFMT; typ {
+	case unix.S_IFREG:
 		return n.Create(name, mode, uid, gid)
+	case unix.S_IFIFO, unix.S_IFSOCK:
+		return n.makeChild(name, typ|mode&0o7777, uid, gid, "")
 	}
 	return nil, unix.EPERM
 }

@@ -4,8 +4,8 @@
 // links, with inode numbers, link counts, timestamps and an optional size
 // limit (ENOSPC). It never touches the host. vfs checks names, types and
 // permissions before calling it; tmpfs stores what it is told and answers
-// only what it alone knows (ENOTEMPTY, ENOSPC). FIFOs, sockets and device
-// nodes are not kept: mknod of one gives EPERM.
+// only what it alone knows (ENOTEMPTY, ENOSPC). FIFOs and socket nodes are
+// kept; device nodes are not: mknod of one gives EPERM.
 package tmpfs
 
 import (
