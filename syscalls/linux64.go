@@ -4,11 +4,11 @@ import "golang.org/x/sys/unix"
 
 // Notes shared by several rows.
 const (
-	noteCPUTimers   = "ITIMER_VIRTUAL and ITIMER_PROF fire late (by the parallel part) when several threads run at once"
-	noteRusage      = "of the child's resource usage, ru_maxrss is its resident set at exit and fields past ru_minflt are zero"
-	noteMknod       = "regular files, FIFOs and socket nodes; device nodes answer EPERM (nothing in the sandbox reaches a device)"
-	noteStatfs      = "tmpfs reports its size and use; the other file systems their type, with no sizes"
-	noteMapEOF      = "a file's pages past its end when mapped stay SIGBUS if the file grows later, and a tmpfs size limit does not count pages first written through a mapping"
+	noteCPUTimers = "ITIMER_VIRTUAL and ITIMER_PROF fire late (by the parallel part) when several threads run at once"
+	noteRusage    = "of the child's resource usage, ru_maxrss is its resident set at exit and fields past ru_minflt are zero"
+	noteMknod     = "regular files, FIFOs and socket nodes; device nodes answer EPERM (nothing in the sandbox reaches a device)"
+	noteStatfs    = "tmpfs reports its size and use; the other file systems their type, with no sizes"
+	noteMapEOF    = "a file's pages past its end when mapped stay SIGBUS if the file grows later, and a tmpfs size limit does not count pages first written through a mapping"
 
 	noteMountsInside = "until mounts inside the sandbox's own tree (issue #14)"
 	noteReserved     = "reserved: Linux has never implemented it and answers ENOSYS"

@@ -146,12 +146,12 @@ func (e *namedEnd) Stat() (vfs.Stat, error)                      { return e.ino.
 func (e *namedEnd) Ioctl(cmd uint32, arg uintptr, io vfs.IoctlIO) (uintptr, error) {
 	return e.end.Ioctl(cmd, arg, io)
 }
-func (e *namedEnd) Release()                                          { release(e.ino, e.n, e.acc) }
+func (e *namedEnd) Release()                                         { release(e.ino, e.n, e.acc) }
 func (e *namedEnd) Readiness(mask waiter.EventMask) waiter.EventMask { return e.end.Readiness(mask) }
 func (e *namedEnd) EventRegister(w *waiter.Entry)                    { e.end.EventRegister(w) }
 func (e *namedEnd) EventUnregister(w *waiter.Entry)                  { e.end.EventUnregister(w) }
-func (e *namedEnd) Size() int                                         { return e.end.Size() }
-func (e *namedEnd) SetSize(n int) (int, error)                        { return e.end.SetSize(n) }
+func (e *namedEnd) Size() int                                        { return e.end.Size() }
+func (e *namedEnd) SetSize(n int) (int, error)                       { return e.end.SetSize(n) }
 
 // bothEnds is a FIFO open for reading and writing.
 type bothEnds struct {
