@@ -126,28 +126,41 @@ func TestAHandlerInterruptsABlockingReadWithEINTRUnlessSARESTART(t *testing.T) {
 			if restart {
 				act.Flags = linuxabi.SA_RESTART
 			}
-			g.Sigaction(unix.SIGUSR1, act)
-			// The child signals again and again, so that one signal comes
-			// while the read waits however late the read starts.
-			child, _ := g.Fork(func(g *fake.Guest) {
-				for i := 0; !restart || i < 3; i++ {
-					g.Compute(10 * time.Millisecond)
-					g.Call(unix.SYS_KILL, 1, uintptr(unix.SIGUSR1))
-				}
-				g.Call(unix.SYS_WRITE, w, g.CString("abc"), 3)
-			})
+			g.Sigaction(unix.SIGALRM, act)
+			// SIGALRM every 10ms, so that one comes while the read waits
+			// however late the read starts.
+			armItimer(g, 10*time.Millisecond)
+			child := 0
+			if restart {
+				child, _ = g.Fork(func(g *fake.Guest) {
+					g.Compute(50 * time.Millisecond)
+					g.Call(unix.SYS_WRITE, w, g.CString("abc"), 3)
+				})
+			}
 			buf := g.Alloc(16)
 			n, errno := g.Call(unix.SYS_READ, r, buf, 16)
+			armItimer(g, 0)
 			if restart && (n != 3 || errno != 0) {
 				t.Errorf("read interrupted by an SA_RESTART handler = %d, %v; want it restarted, then 3", n, errno)
 			}
 			if !restart && errno != unix.EINTR {
 				t.Errorf("read interrupted by a handler = %d, %v; want EINTR", n, errno)
 			}
-			g.Call(unix.SYS_KILL, uintptr(child), uintptr(unix.SIGKILL))
-			g.Wait(child, 0)
+			if child != 0 {
+				g.Wait(child, 0)
+			}
 		}
 	})
+}
+
+// armItimer sets ITIMER_REAL to fire every period (0: disarms it).
+func armItimer(g *fake.Guest, period time.Duration) {
+	it := g.Alloc(32) // struct itimerval: it_interval, it_value
+	for _, off := range []uintptr{0, 16} {
+		g.WriteU64(it+off, uint64(period/time.Second))
+		g.WriteU64(it+off+8, uint64(period%time.Second/time.Microsecond))
+	}
+	g.Call(unix.SYS_SETITIMER, 0 /* ITIMER_REAL */, it, 0)
 }
 
 func TestVforkSuspendsTheParentUntilTheChildExecs(t *testing.T) {

@@ -376,24 +376,21 @@ func TestEpollWaitBlocksUntilAnEventOrItsTimeout(t *testing.T) {
 func TestASignalHandlerInterruptsEpollWaitWithEINTR(t *testing.T) {
 	s := kerneltest.New(t, syscalls.NewTable())
 	s.Start(func(g *fake.Guest) {
-		g.Sigaction(unix.SIGUSR1, fake.SigAction{Handler: s.Platform.Handler(func(*fake.Guest) {}), Flags: linuxabi.SA_RESTART})
+		g.Sigaction(unix.SIGALRM, fake.SigAction{Handler: s.Platform.Handler(func(*fake.Guest) {}), Flags: linuxabi.SA_RESTART})
 		r, _ := newPipe(t, g)
 		ep := newEpoll(t, g)
 		ctl(g, ep, unix.EPOLL_CTL_ADD, r, unix.EPOLLIN, 1)
-		// The child signals until it is killed, so that one signal comes
-		// while epoll_wait waits however late the call starts.
-		pid, _ := g.Fork(func(g *fake.Guest) {
-			for {
-				g.Compute(10 * time.Millisecond)
-				g.Call(unix.SYS_KILL, 1, uintptr(unix.SIGUSR1))
-			}
-		})
+		// SIGALRM every 10ms, so that one comes while epoll_wait waits
+		// however late the call starts.
+		it := g.Alloc(32) // struct itimerval: it_interval, it_value
+		g.WriteU64(it+8, 10000)
+		g.WriteU64(it+24, 10000)
+		g.Call(unix.SYS_SETITIMER, 0 /* ITIMER_REAL */, it, 0)
 		// Never restarted, SA_RESTART or not (signal(7)).
 		if n, errno := g.Call(unix.SYS_EPOLL_WAIT, ep, g.Alloc(12), 1, ^uintptr(0)); errno != unix.EINTR {
 			t.Errorf("epoll_wait interrupted by a handler = %d, %v; want EINTR", n, errno)
 		}
-		g.Call(unix.SYS_KILL, uintptr(pid), uintptr(unix.SIGKILL))
-		g.Wait(pid, 0)
+		g.Call(unix.SYS_SETITIMER, 0, g.Alloc(32), 0)
 	}, kerneltest.Init{})
 	if st := s.Wait(); st != (kernel.ExitStatus{}) {
 		t.Errorf("init ended with %+v; kernel log:\n%s", st, s.Log())

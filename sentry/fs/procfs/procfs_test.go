@@ -131,7 +131,8 @@ func TestProcPidStatHasLinuxsFiftyTwoFields(t *testing.T) {
 		fds := g.Alloc(8)
 		g.Call(unix.SYS_PIPE2, fds, 0)
 		release, done := uintptr(g.ReadU32(fds)), uintptr(g.ReadU32(fds+4))
-		_, tidAddr, _ := g.Thread(func(g *fake.Guest) { g.Call(unix.SYS_READ, release, g.Alloc(1), 1) })
+		byte1 := g.Alloc(1) // before the thread: its mmaps would race the reads below
+		_, tidAddr, _ := g.Thread(func(g *fake.Guest) { g.Call(unix.SYS_READ, release, byte1, 1) })
 
 		texts := readProcs(t, g, "/proc/self/stat", "/proc/self/status", "/proc/self/cmdline", "/proc/self/environ")
 		f := statFields(t, texts[0])
