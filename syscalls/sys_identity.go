@@ -141,7 +141,7 @@ func Getgroups(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // Setuid implements Linux syscall setuid(2).
 func Setuid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return 0, t.Creds().SetUID(a.Uint(0))
+	return 0, t.SetUID(a.Uint(0))
 }
 
 // Setgid implements Linux syscall setgid(2).
@@ -151,7 +151,7 @@ func Setgid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // Setreuid implements Linux syscall setreuid(2).
 func Setreuid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return 0, t.Creds().SetREUID(a.Uint(0), a.Uint(1))
+	return 0, t.SetREUID(a.Uint(0), a.Uint(1))
 }
 
 // Setregid implements Linux syscall setregid(2).
@@ -161,7 +161,7 @@ func Setregid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // Setresuid implements Linux syscall setresuid(2).
 func Setresuid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return 0, t.Creds().SetUIDs(a.Uint(0), a.Uint(1), a.Uint(2))
+	return 0, t.SetUIDs(a.Uint(0), a.Uint(1), a.Uint(2))
 }
 
 // Setresgid implements Linux syscall setresgid(2).

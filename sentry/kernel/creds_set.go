@@ -210,3 +210,19 @@ func (c *Credentials) SetKeepCaps(on bool) {
 	c.keepCaps = on
 	c.mu.Unlock()
 }
+
+// SetUID, SetREUID and SetUIDs are the Credentials methods for the task's
+// own credentials (setuid, setreuid, setresuid): a new real uid also moves
+// the task to that user's RLIMIT_NPROC count.
+func (t *Task) SetUID(uid uint32) error { return t.afterUIDChange(t.creds.SetUID(uid)) }
+
+func (t *Task) SetREUID(r, e uint32) error { return t.afterUIDChange(t.creds.SetREUID(r, e)) }
+
+func (t *Task) SetUIDs(r, e, s uint32) error { return t.afterUIDChange(t.creds.SetUIDs(r, e, s)) }
+
+func (t *Task) afterUIDChange(err error) error {
+	if err == nil {
+		t.recountNPROC()
+	}
+	return err
+}

@@ -62,7 +62,7 @@ type Kernel struct {
 	treeMu  sync.Mutex
 	nextTID int32
 	tasks   map[int32]*Task        // living tasks by tid
-	nproc   map[uint32]int         // living tasks and unreaped zombies by the real uid they started with (RLIMIT_NPROC)
+	nproc   map[uint32]int         // living tasks and unreaped zombies by real uid (RLIMIT_NPROC)
 	tgs     map[int32]*ThreadGroup // processes by pid, zombies included
 	init    *ThreadGroup
 

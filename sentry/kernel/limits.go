@@ -80,8 +80,8 @@ func (l *Limits) all() [NumLimits]Limit {
 
 // mayAddTaskLocked applies RLIMIT_NPROC to a new task t: like Linux, it
 // counts every task (threads too) of t's real user, and exempts root and
-// holders of CAP_SYS_RESOURCE or CAP_SYS_ADMIN. A task stays counted under
-// the uid it started with, even if it changes its uid later.
+// holders of CAP_SYS_RESOURCE or CAP_SYS_ADMIN. A task that changes its
+// real uid moves to that uid's count (recountNPROC).
 func (k *Kernel) mayAddTaskLocked(t *Task, limit uint64) bool {
 	c := t.creds
 	c.Lock()
@@ -92,6 +92,22 @@ func (k *Kernel) mayAddTaskLocked(t *Task, limit uint64) bool {
 		return true
 	}
 	return uint64(k.nproc[uid]) < limit
+}
+
+// recountNPROC moves t to the RLIMIT_NPROC count of its real uid, after
+// a change of it, as Linux's commit_creds moves a task between users.
+func (t *Task) recountNPROC() {
+	t.creds.Lock()
+	uid := t.creds.UID
+	t.creds.Unlock()
+	k := t.k
+	k.treeMu.Lock()
+	defer k.treeMu.Unlock()
+	if uid != t.nprocUID {
+		k.countTaskLocked(t, -1)
+		t.nprocUID = uid
+		k.countTaskLocked(t, 1)
+	}
 }
 
 // countTaskLocked adds delta to the count of t's user's tasks.
