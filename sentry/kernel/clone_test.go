@@ -269,6 +269,35 @@ func TestAZombieCountsAgainstRLIMITNPROCUntilReaped(t *testing.T) {
 	})
 }
 
+func TestATaskThatChangesItsRealUIDCountsUnderTheNewOne(t *testing.T) {
+	// Linux's commit_creds moves a task to its new user's count: a child
+	// that root's setuid made a user's counts for that user's limit.
+	for _, call := range []struct {
+		name string
+		nr   uintptr
+		args []uintptr
+	}{
+		{"setuid", unix.SYS_SETUID, []uintptr{4243}},
+		{"setreuid", unix.SYS_SETREUID, []uintptr{4243, 4243}},
+		{"setresuid", unix.SYS_SETRESUID, []uintptr{4243, 4243, 4243}},
+	} {
+		runInit(t, newSandbox(t), func(g *fake.Guest) {
+			child := fork(t, g, func(g *fake.Guest) {
+				lim := g.Alloc(16)
+				g.WriteU64(lim, 1)
+				g.WriteU64(lim+8, 1)
+				g.Call(unix.SYS_SETRLIMIT, unix.RLIMIT_NPROC, lim)
+				if _, errno := g.Call(call.nr, call.args...); errno != 0 {
+					t.Errorf("%s: %v", call.name, errno)
+				}
+				pid, errno := g.Fork(noChild(t))
+				expectErrno(t, "a fork by uid 4243's only task under RLIMIT_NPROC 1 after "+call.name, uintptr(pid), errno, unix.EAGAIN)
+			})
+			waitExit(t, g, child, 0)
+		})
+	}
+}
+
 func TestRootAndCapSysResourceAreExemptFromRLIMITNPROC(t *testing.T) {
 	caps := uint64(1) << unix.CAP_SYS_RESOURCE
 	for _, in := range []kerneltest.Init{

@@ -13,8 +13,14 @@ func setpgid(g *fake.Guest, pid, pgid int) unix.Errno {
 	return errno
 }
 
-func getpgid(g *fake.Guest, pid int) int { r, _ := g.Call(unix.SYS_GETPGID, uintptr(pid)); return int(r) }
-func getsid(g *fake.Guest, pid int) int  { r, _ := g.Call(unix.SYS_GETSID, uintptr(pid)); return int(r) }
+func getpgid(g *fake.Guest, pid int) int {
+	r, _ := g.Call(unix.SYS_GETPGID, uintptr(pid))
+	return int(r)
+}
+func getsid(g *fake.Guest, pid int) int {
+	r, _ := g.Call(unix.SYS_GETSID, uintptr(pid))
+	return int(r)
+}
 
 // forkWaiting forks a child that runs before (if set), reports its pid
 // on a pipe and then waits until the parent writes to done (or dies).

@@ -144,8 +144,8 @@ func TestRealTimeSignalsAreDeliveredOnceEachInOrderWithTheirValues(t *testing.T)
 		for _, v := range []uint32{7, 8, 9} {
 			g.Write(info, make([]byte, 128))
 			g.WriteU32(info+8, uint32(0xffffffff)) // SI_QUEUE (-1)
-			g.WriteU32(info+16, 1)                  // si_pid
-			g.WriteU32(info+24, v)                  // si_value
+			g.WriteU32(info+16, 1)                 // si_pid
+			g.WriteU32(info+24, v)                 // si_value
 			if _, errno := g.Call(unix.SYS_RT_SIGQUEUEINFO, 1, uintptr(sigRTMIN+1), info); errno != 0 {
 				t.Errorf("rt_sigqueueinfo: %v", errno)
 			}
