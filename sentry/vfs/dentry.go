@@ -111,7 +111,8 @@ type Mount struct {
 	point  *Dentry // where it is attached, in parent
 	// Type is the file system type for /proc/mounts.
 	Type  string
-	Flags int // MS_RDONLY, MS_NOSUID, ...
+	Flags int       // MS_RDONLY, MS_NOSUID, ...
+	meta  mountMeta // what /proc/<pid>/mountinfo shows (mountinfo.go)
 
 	mu       sync.Mutex
 	children map[*Dentry]*Mount // mounts attached at dentries of this mount
@@ -125,7 +126,7 @@ type Path struct {
 
 // NewRootMount makes a mount of root that is the root of a tree.
 func NewRootMount(root *Dentry, fsType string, flags int) *Mount {
-	return &Mount{root: root, Type: fsType, Flags: flags}
+	return &Mount{root: root, Type: fsType, Flags: flags, meta: newMountMeta(true, flags)}
 }
 
 // Root returns the root path of mount m.
@@ -138,7 +139,7 @@ func Attach(p Path, root *Dentry, fsType string, flags int) (*Mount, error) {
 	if p.Dentry.isDir != root.isDir {
 		return nil, unix.ENOTDIR
 	}
-	m := &Mount{root: root, parent: p.Mount, point: p.Dentry, Type: fsType, Flags: flags}
+	m := &Mount{root: root, parent: p.Mount, point: p.Dentry, Type: fsType, Flags: flags, meta: newMountMeta(false, flags)}
 	p.Mount.mu.Lock()
 	if p.Mount.children == nil {
 		p.Mount.children = make(map[*Dentry]*Mount)
@@ -276,34 +277,4 @@ func PathName(p, root Path) string {
 		b = append(append(b, '/'), parts[i]...)
 	}
 	return string(b)
-}
-
-// MountInfo describes one mount for /proc/<pid>/mounts.
-type MountInfo struct {
-	Path  string
-	Type  string
-	Flags int
-}
-
-// Mounts lists the mounts of the tree under root, parents before children.
-func Mounts(root Path) []MountInfo {
-	var out []MountInfo
-	var walk func(m *Mount)
-	walk = func(m *Mount) {
-		out = append(out, MountInfo{Path: PathName(m.Root(), root), Type: m.Type, Flags: m.Flags})
-		m.mu.Lock()
-		children := make([]*Mount, 0, len(m.children))
-		for _, c := range m.children {
-			children = append(children, c)
-		}
-		m.mu.Unlock()
-		sort.Slice(children, func(i, j int) bool {
-			return PathName(children[i].Root(), root) < PathName(children[j].Root(), root)
-		})
-		for _, c := range children {
-			walk(c)
-		}
-	}
-	walk(root.Mount)
-	return out
 }
