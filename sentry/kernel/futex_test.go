@@ -284,9 +284,12 @@ func TestFutexWaitTimesOut(t *testing.T) {
 			t.Errorf("timed out after %v, before its 20 ms", d)
 		}
 		// FUTEX_WAIT_BITSET's timeout is an absolute CLOCK_MONOTONIC time:
-		// one in the past (1 s after boot) has gone by.
+		// one already past gives up at once.
+		now := g.Alloc(16)
+		g.Call(unix.SYS_CLOCK_GETTIME, unix.CLOCK_MONOTONIC, now)
+		past := time.Duration(g.ReadU64(now))*time.Second + time.Duration(g.ReadU64(now+8)) - 10*time.Millisecond
 		start = time.Now()
-		r, errno = futex(g, w, linuxabi.FUTEX_WAIT_BITSET|private, 0, timespec(g, time.Second), 0, linuxabi.FUTEX_BITSET_MATCH_ANY)
+		r, errno = futex(g, w, linuxabi.FUTEX_WAIT_BITSET|private, 0, timespec(g, past), 0, linuxabi.FUTEX_BITSET_MATCH_ANY)
 		expectErrno(t, "FUTEX_WAIT_BITSET until a past time", r, errno, unix.ETIMEDOUT)
 		if d := time.Since(start); d > time.Second/2 {
 			t.Errorf("a wait until a past time took %v", d)
