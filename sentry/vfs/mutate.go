@@ -519,7 +519,21 @@ func remove(c *Creds, t Target, isDir bool) error {
 		return err
 	}
 	d.dropChildLocked(t.Name, victim)
+	unlinked(victim)
 	return nil
+}
+
+// Unlinked is implemented by inodes that must hear when one of their names
+// is removed (unlink, rmdir, a rename over it): a file system that caches
+// attributes refreshes the link count.
+type Unlinked interface {
+	Unlinked()
+}
+
+func unlinked(d *Dentry) {
+	if u, ok := d.inode.(Unlinked); ok {
+		u.Unlinked()
+	}
 }
 
 // Rename implements renameat2(2): from moves to to, with RENAME_NOREPLACE
@@ -647,6 +661,9 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 	od.dropChildLocked(from.Name, old)
 	if victim != nil {
 		nd.dropChildLocked(to.Name, victim)
+		if !exchange {
+			defer unlinked(victim) // replaced: a name of it is gone
+		}
 	}
 	if nd.children == nil {
 		nd.children = make(map[string]*Dentry)

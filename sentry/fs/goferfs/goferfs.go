@@ -38,7 +38,16 @@ type fs struct {
 	// readonly: the gofer refuses every change, and attributes never
 	// change.
 	readonly bool
+
+	// files are the inodes of files other than directories by their host
+	// identity, so that every name of one file (hard links) is one inode,
+	// whose attributes (the link count) stay right whichever name changes.
+	filesMu sync.Mutex
+	files   map[hostID]*inode
 }
+
+// hostID is a file's identity on the host.
+type hostID struct{ dev, ino uint64 }
 
 // maxCachedFDs bounds the read-only descriptors kept open after their last
 // guest close, so that reopening a file costs no gofer round trip.
@@ -49,6 +58,13 @@ type inode struct {
 	fs   *fs
 	node gofer.NodeID
 	typ  uint32 // the S_IFMT bits, which never change
+	id   hostID
+
+	// other are the gofer's nodes for the file's other names (hard
+	// links), through which it can still be opened when the one node was
+	// walked to goes (nodeMu).
+	nodeMu sync.Mutex
+	other  []gofer.NodeID
 
 	// attr is the file's attributes as last seen; stale says a change
 	// since made them old, to be asked again at the next Stat.
@@ -86,7 +102,7 @@ type inode struct {
 // cached in mf for mappings. A readonly tree (an image) never changes:
 // every file's pages may be cached for the sandbox's life.
 func New(c *gofer.Client, mf *memfile.File, readonly bool) (*vfs.Dentry, error) {
-	f := &fs{client: c, dev: vfs.NewAnonDev(), mf: mf, readonly: readonly}
+	f := &fs{client: c, dev: vfs.NewAnonDev(), mf: mf, readonly: readonly, files: make(map[hostID]*inode)}
 	a, err := c.Stat(gofer.RootNode)
 	if err != nil {
 		return nil, err
@@ -94,9 +110,56 @@ func New(c *gofer.Client, mf *memfile.File, readonly bool) (*vfs.Dentry, error) 
 	return vfs.NewRoot(f.newInode(gofer.RootNode, a)), nil
 }
 
+// newInode returns the inode of node n, whose attributes are a: the one
+// the file already has if another of its names was reached before (n is
+// then one more way to it).
 func (f *fs) newInode(n gofer.NodeID, a gofer.Attr) *inode {
-	return &inode{fs: f, node: n, typ: a.Mode & unix.S_IFMT, attr: f.stat(a)}
+	i := &inode{fs: f, node: n, typ: a.Mode & unix.S_IFMT, id: hostID{a.Dev, a.Ino}, attr: f.stat(a)}
+	if i.typ == unix.S_IFDIR || f.readonly {
+		return i // no hard links, or no changes to keep track of
+	}
+	f.filesMu.Lock()
+	defer f.filesMu.Unlock()
+	if old := f.files[i.id]; old != nil {
+		old.addNode(n)
+		old.setAttr(a)
+		return old
+	}
+	f.files[i.id] = i
+	return i
 }
+
+// addNode records n as another node of the file.
+func (i *inode) addNode(n gofer.NodeID) {
+	i.nodeMu.Lock()
+	i.other = append(i.other, n)
+	i.nodeMu.Unlock()
+}
+
+// viaNode calls fn with a node of the file that can be reopened: the first,
+// else (ESTALE: its name is gone) each other one, which then comes first.
+func (i *inode) viaNode(fn func(gofer.NodeID) error) error {
+	i.nodeMu.Lock()
+	nodes := append([]gofer.NodeID{i.node}, i.other...)
+	i.nodeMu.Unlock()
+	var err error
+	for k, n := range nodes {
+		if err = fn(n); err != unix.ESTALE {
+			if k > 0 {
+				i.nodeMu.Lock()
+				i.node, i.other[k-1] = n, i.node
+				i.nodeMu.Unlock()
+			}
+			return err
+		}
+	}
+	return err
+}
+
+// Unlinked implements vfs.Unlinked: a name of the file is gone, and with
+// it its link count and change time, which the next Stat asks for. (vfs
+// calls it with its locks held: it must not wait for the gofer.)
+func (i *inode) Unlinked() { i.markStale() }
 
 func (f *fs) stat(a gofer.Attr) vfs.Stat {
 	return vfs.Stat{Dev: f.dev, Ino: a.Ino, Rdev: a.Rdev, Mode: a.Mode, Nlink: a.Nlink, UID: a.UID, GID: a.GID,
@@ -181,7 +244,12 @@ func (i *inode) Open(flags int) (vfs.FileImpl, error) {
 func (i *inode) openHost(flags int) (*host.Regular, error) {
 	// O_APPEND stays in the sentry: a host pwrite on an O_APPEND descriptor
 	// would ignore the offset the sentry chose.
-	fd, err := i.fs.client.Open(i.node, flags&(unix.O_ACCMODE|unix.O_TRUNC|unix.O_NONBLOCK))
+	var fd int
+	err := i.viaNode(func(n gofer.NodeID) error {
+		var err error
+		fd, err = i.fs.client.Open(n, flags&(unix.O_ACCMODE|unix.O_TRUNC|unix.O_NONBLOCK))
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

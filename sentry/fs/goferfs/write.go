@@ -95,9 +95,10 @@ func (i *inode) Link(name string, target vfs.Inode) error {
 	if err != nil {
 		return err
 	}
-	// The new name's node is not needed: the dentry vfs makes for it
-	// holds target, whose link count and change time are now a's.
-	i.fs.client.Release(n)
+	// The dentry vfs makes for the new name holds target, whose link
+	// count and change time are now a's, and which can be opened
+	// through the new name's node once the old name is gone.
+	t.addNode(n)
 	t.setAttr(a)
 	i.markStale()
 	return nil
@@ -154,7 +155,12 @@ func (i *inode) SetAttr(a *vfs.Attr) error {
 	if a.Mask&vfs.SetMtime != 0 {
 		ga.Mask |= gofer.SetMtime
 	}
-	out, err := i.fs.client.SetAttr(i.node, ga)
+	var out gofer.Attr
+	err := i.viaNode(func(n gofer.NodeID) error {
+		var err error
+		out, err = i.fs.client.SetAttr(n, ga)
+		return err
+	})
 	if err != nil {
 		return err
 	}
