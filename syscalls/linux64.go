@@ -18,7 +18,6 @@ const (
 // Areas that will bring the calls moat lacks for now.
 const (
 	areaFiles      = "the file system, issue #9"
-	areaLocks      = "file locks, with the file system, issue #9"
 	areaXattr      = "extended attributes, with the file system, issue #9"
 	areaNotify     = "inotify, with the file system, issue #9"
 	areaSplice     = "splice and in-kernel copies, with the file system, issue #9"
@@ -116,8 +115,8 @@ var table = [...]Entry{
 	69:  notYet("msgsnd", areaSysV),
 	70:  notYet("msgrcv", areaSysV),
 	71:  notYet("msgctl", areaSysV),
-	72:  partial("fcntl", Fcntl, "F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, F_SETFL; other commands EINVAL"),
-	73:  notYet("flock", areaLocks),
+	72:  partial("fcntl", Fcntl, "F_DUPFD*, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_GETLK, F_SETLK, F_SETLKW, F_OFD_*, F_GETPIPE_SZ, F_SETPIPE_SZ; leases, F_NOTIFY, F_SETOWN/F_GETOWN*, F_SETSIG and seals answer EINVAL"),
+	73:  full("flock", Flock),
 	74:  full("fsync", Fsync),
 	75:  full("fdatasync", Fdatasync),
 	76:  full("truncate", Truncate),

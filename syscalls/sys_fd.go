@@ -47,8 +47,8 @@ func Dup3(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return retErr(uintptr(newfd), t.FDs().InstallAt(newfd, f, flags&unix.O_CLOEXEC != 0, nofile(t)))
 }
 
-// Fcntl implements Linux syscall fcntl(2) for descriptor and status flags
-// and duplication.
+// Fcntl implements Linux syscall fcntl(2) for descriptor and status flags,
+// duplication, record locks and pipe sizes.
 func Fcntl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	fd, cmd := a.Int(0), a.Int(1)
 	f, err := t.FDs().Get(fd)
@@ -56,7 +56,18 @@ func Fcntl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, err
 	}
 	defer f.DecRef()
+	if f.Flags()&unix.O_PATH != 0 {
+		// An O_PATH descriptor names a file without opening it: only
+		// these, as Linux's check_fcntl_cmd.
+		switch cmd {
+		case unix.F_DUPFD, unix.F_DUPFD_CLOEXEC, unix.F_GETFD, unix.F_SETFD, unix.F_GETFL:
+		default:
+			return 0, unix.EBADF
+		}
+	}
 	switch cmd {
+	case unix.F_GETLK, unix.F_SETLK, unix.F_SETLKW, unix.F_OFD_GETLK, unix.F_OFD_SETLK, unix.F_OFD_SETLKW:
+		return fcntlLock(t, f, cmd, a.Ptr(2))
 	case unix.F_DUPFD, unix.F_DUPFD_CLOEXEC:
 		min := a.Int(2)
 		if min < 0 || uint64(min) >= nofile(t) {

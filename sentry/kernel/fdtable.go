@@ -67,8 +67,16 @@ func (t *FDTable) closeOnExec() {
 	}
 	t.mu.Unlock()
 	for _, f := range closed {
-		f.DecRef()
+		t.drop(f)
 	}
+}
+
+// drop releases the table's reference to f, which one of its fds held,
+// with the POSIX locks the table's process holds on f's file: closing any
+// fd of a file drops them, as Linux's filp_close does.
+func (t *FDTable) drop(f *vfs.File) {
+	vfs.Locks.ReleasePOSIX(f, t)
+	f.DecRef()
 }
 
 // Get returns the file at fd with a reference the caller must drop.
@@ -112,7 +120,7 @@ func (t *FDTable) InstallAt(fd int32, f *vfs.File, cloexec bool, limit uint64) e
 	t.setLocked(fd, f, cloexec)
 	t.mu.Unlock()
 	if old != nil {
-		old.DecRef()
+		t.drop(old)
 	}
 	return nil
 }
@@ -140,15 +148,18 @@ func (t *FDTable) Capacity() int {
 }
 
 // Remove takes f out of the table and returns it (with the table's
-// reference, which the caller drops).
+// reference, which the caller drops): close(2), which drops the POSIX
+// locks the table's process holds on f's file.
 func (t *FDTable) Remove(fd int32) (*vfs.File, error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if fd < 0 || int(fd) >= len(t.files) || t.files[fd].file == nil {
+		t.mu.Unlock()
 		return nil, unix.EBADF
 	}
 	f := t.files[fd].file
 	t.files[fd] = fdEntry{}
+	t.mu.Unlock()
+	vfs.Locks.ReleasePOSIX(f, t)
 	return f, nil
 }
 
@@ -170,7 +181,7 @@ func (t *FDTable) CloseRange(first, last uint32, cloexecOnly bool) {
 	}
 	t.mu.Unlock()
 	for _, f := range closed {
-		f.DecRef()
+		t.drop(f)
 	}
 }
 

@@ -64,6 +64,12 @@ type File struct {
 	off int64
 
 	dir *dirState // for directories: the entries getdents64 hands out
+
+	idOnce sync.Once
+	id     FileID // the inode's identity, for locks and watches (ident.go)
+	// locked says the description took a flock or OFD lock, which its
+	// last close drops.
+	locked atomic.Bool
 }
 
 // NewFile returns a File with one reference.
@@ -104,6 +110,9 @@ func (f *File) IncRef() { f.refs.Add(1) }
 // DecRef drops a reference, releasing the file with the last.
 func (f *File) DecRef() {
 	if f.refs.Add(-1) == 0 {
+		if f.locked.Load() {
+			Locks.ReleaseFile(f)
+		}
 		f.impl.Release()
 	}
 }

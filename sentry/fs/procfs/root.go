@@ -42,6 +42,7 @@ func (f *fs) rootDir() *node {
 		{"filesystems", f.file("filesystems", func() ([]byte, error) {
 			return []byte("nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tdevtmpfs\nnodev\t9p\n"), nil
 		})},
+		{"locks", f.file("locks", locks)},
 		{"sys", f.sysDir()},
 	}
 	return f.dir("", true, func() []child {
