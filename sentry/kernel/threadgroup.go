@@ -51,6 +51,7 @@ type ThreadGroup struct {
 	subreaper bool
 	itimer    itimer   // ITIMER_REAL and alarm
 	cpuLimit  cpuLimit // RLIMIT_CPU
+	oom       oomScore // oom_score_adj (oom.go)
 
 	// childEvents wakes the process's waiters when a child changes state.
 	childEvents notifier

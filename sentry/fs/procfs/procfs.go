@@ -16,13 +16,14 @@ import (
 
 // fs is one mounted /proc.
 type fs struct {
-	k   *kernel.Kernel
-	dev uint64
+	k       *kernel.Kernel
+	dev     uint64
+	cpuinfo []byte
 }
 
 // New returns the root dentry of a /proc for kernel k.
 func New(k *kernel.Kernel) *vfs.Dentry {
-	f := &fs{k: k, dev: vfs.NewAnonDev()}
+	f := &fs{k: k, dev: vfs.NewAnonDev(), cpuinfo: hostCPUInfo()}
 	return vfs.NewRoot(f.rootDir())
 }
 
@@ -31,11 +32,26 @@ type node struct {
 	fs   *fs
 	path string // from /proc, for a stable inode number
 	mode uint32
+	// owner gives the uid and gid the node belongs to: a process's files
+	// are its effective ids', as Linux's task_dump_owner gives them; nil
+	// is root.
+	owner func() (uid, gid uint32)
 
 	children func() []child                     // directories
 	content  func() ([]byte, error)             // files
 	target   func(c vfs.Caller) (string, error) // symlinks
 	volatile bool                               // children come and go (pid directories)
+
+	// write takes one write(2) to a writable file: its first writeMax
+	// bytes, on behalf of the task w. The call returns the whole count.
+	write    func(w *kernel.Task, data []byte) error
+	writeMax int
+	// noWrite is what write(2) gives on a file opened for writing that
+	// cannot be written (Linux opens such a file for a caller the mode
+	// bits let through, root, and fails the write: EINVAL for a process's
+	// files, EIO for the machine's). Zero refuses the open itself with
+	// EACCES, as Linux's sysctl permission check does even for root.
+	noWrite unix.Errno
 }
 
 // child is a directory entry with the node it leads to.
@@ -56,6 +72,13 @@ func (f *fs) link(path string, target func(c vfs.Caller) (string, error)) *node 
 	return &node{fs: f, path: path, mode: unix.S_IFLNK | 0o777, target: target}
 }
 
+// writable makes n a file its owner may write (mode 0644).
+func (n *node) writable(max int, write func(w *kernel.Task, data []byte) error) *node {
+	n.mode = unix.S_IFREG | 0o644
+	n.write, n.writeMax = write, max
+	return n
+}
+
 func (n *node) ino() uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(n.path))
@@ -66,6 +89,9 @@ func (n *node) ino() uint64 {
 func (n *node) Stat() (vfs.Stat, error) {
 	t, _ := unix.TimeToTimespec(n.fs.k.BootTime())
 	st := vfs.Stat{Dev: n.fs.dev, Ino: n.ino(), Mode: n.mode, Nlink: 1, Blksize: 1024, Atime: t, Mtime: t, Ctime: t}
+	if n.owner != nil {
+		st.UID, st.GID = n.owner()
+	}
 	if n.children != nil {
 		st.Nlink = 2
 	}
@@ -122,9 +148,11 @@ func (n *node) ReadlinkAs(c vfs.Caller) (string, error) {
 	return n.target(c)
 }
 
-// Open implements vfs.Inode: a file's content is generated once, at open.
+// Open implements vfs.Inode: a file's content is generated once, at an
+// open for reading.
 func (n *node) Open(flags int) (vfs.FileImpl, error) {
-	if flags&unix.O_ACCMODE != unix.O_RDONLY {
+	acc := flags & unix.O_ACCMODE
+	if acc != unix.O_RDONLY && n.write == nil && n.noWrite == 0 {
 		return nil, unix.EACCES
 	}
 	if n.children != nil {
@@ -132,6 +160,9 @@ func (n *node) Open(flags int) (vfs.FileImpl, error) {
 	}
 	if n.content == nil {
 		return nil, unix.ENXIO
+	}
+	if acc == unix.O_WRONLY {
+		return &snapshot{node: n}, nil
 	}
 	data, err := n.content()
 	if err != nil {
@@ -153,8 +184,29 @@ func (s *snapshot) Read(dst *vfs.IOSeq, off int64) (int, error) {
 	return dst.CopyOut(s.data[off:])
 }
 
-func (s *snapshot) Write(*vfs.IOSeq, int64) (int, error) { return 0, unix.EBADF }
-func (s *snapshot) Stat() (vfs.Stat, error)              { return s.node.Stat() }
+// Write hands one write(2) to the node; its offset means nothing, as for
+// Linux's comm and oom_score_adj.
+func (s *snapshot) Write(src *vfs.IOSeq, _ int64) (int, error) {
+	n := s.node
+	if n.write == nil {
+		return 0, n.noWrite
+	}
+	w, ok := src.Context().(*kernel.Task)
+	if !ok {
+		return 0, unix.EINVAL
+	}
+	count := src.Len()
+	data := make([]byte, min(count, n.writeMax))
+	if _, err := src.CopyIn(data); err != nil {
+		return 0, unix.EFAULT
+	}
+	if err := n.write(w, data); err != nil {
+		return 0, err
+	}
+	return count, nil
+}
+
+func (s *snapshot) Stat() (vfs.Stat, error) { return s.node.Stat() }
 func (s *snapshot) Ioctl(uint32, uintptr, vfs.IoctlIO) (uintptr, error) {
 	return 0, unix.ENOTTY
 }

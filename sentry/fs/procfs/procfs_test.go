@@ -452,8 +452,10 @@ func TestProcPidMountsListsEachMountWithItsOptions(t *testing.T) {
 		if f := byPoint["/"]; f == nil || f[2] != "tmpfs" || !strings.HasPrefix(f[3], "rw") {
 			t.Errorf("mounts has no read-write tmpfs at /: %q", mounts)
 		}
-		if f := byPoint["/proc"]; f == nil || f[2] != "proc" || f[3] != "rw,nosuid,nodev,noexec" {
-			t.Errorf("mounts for /proc = %q, want proc with rw,nosuid,nodev,noexec", f)
+		// relatime is Linux's default for a mount made without noatime
+		// or strictatime.
+		if f := byPoint["/proc"]; f == nil || f[2] != "proc" || f[3] != "rw,nosuid,nodev,noexec,relatime" {
+			t.Errorf("mounts for /proc = %q, want proc with rw,nosuid,nodev,noexec,relatime", f)
 		}
 		if link := readProc(t, g, "/proc/mounts"); link != mounts {
 			t.Errorf("/proc/mounts differs from /proc/self/mounts")

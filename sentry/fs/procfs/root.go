@@ -1,7 +1,9 @@
 package procfs
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -17,6 +19,11 @@ import (
 // rootDir is /proc: a directory per process, self and thread-self, and the
 // machine-wide files.
 func (f *fs) rootDir() *node {
+	file := func(name string, content func() ([]byte, error)) child {
+		n := f.file(name, content)
+		n.noWrite = unix.EIO // proc_reg_write of a file without a write method
+		return child{name, n}
+	}
 	static := []child{
 		{"self", f.link("self", func(c vfs.Caller) (string, error) {
 			if c == nil {
@@ -31,18 +38,16 @@ func (f *fs) rootDir() *node {
 			return fmt.Sprintf("%d/task/%d", c.PID(), c.TID()), nil
 		})},
 		{"mounts", f.link("mounts", func(vfs.Caller) (string, error) { return "self/mounts", nil })},
-		{"meminfo", f.file("meminfo", f.meminfo)},
-		{"cpuinfo", f.file("cpuinfo", cpuinfo)},
-		{"stat", f.file("stat", f.stat)},
-		{"uptime", f.file("uptime", f.uptime)},
-		{"loadavg", f.file("loadavg", f.loadavg)},
-		{"version", f.file("version", func() ([]byte, error) {
+		file("meminfo", meminfo),
+		file("cpuinfo", func() ([]byte, error) { return f.cpuinfo, nil }),
+		file("stat", f.stat),
+		file("uptime", f.uptime),
+		file("loadavg", f.loadavg),
+		file("version", func() ([]byte, error) {
 			return []byte(fmt.Sprintf("%s version %s (moat) %s\n", kernel.OSType, kernel.Release, kernel.Version)), nil
-		})},
-		{"filesystems", f.file("filesystems", func() ([]byte, error) {
-			return []byte("nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tdevtmpfs\nnodev\t9p\n"), nil
-		})},
-		{"locks", f.file("locks", locks)},
+		}),
+		file("filesystems", func() ([]byte, error) { return []byte(filesystems), nil }),
+		file("locks", locks),
 		{"sys", f.sysDir()},
 	}
 	return f.dir("", true, func() []child {
@@ -55,7 +60,19 @@ func (f *fs) rootDir() *node {
 	})
 }
 
-func (f *fs) meminfo() ([]byte, error) {
+// filesystems lists the file system types of the sandbox's tree, "nodev"
+// for those with no device, as /proc/filesystems does.
+const filesystems = "nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tcgroup2\nnodev\tdevtmpfs\n" +
+	"nodev\toverlay\nnodev\tmqueue\nnodev\t9p\n"
+
+// meminfo is the host's /proc/meminfo, as a runc container sees it: the
+// sandbox has no memory limit of its own yet (the hard-limits work gives
+// it one, and this file its figures then). Where the host's file cannot
+// be read, the figures sysinfo(2) gives stand in.
+func meminfo() ([]byte, error) {
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil && bytes.HasPrefix(b, []byte("MemTotal:")) {
+		return b, nil
+	}
 	var si unix.Sysinfo_t
 	if err := unix.Sysinfo(&si); err != nil {
 		return nil, err
@@ -69,46 +86,72 @@ func (f *fs) meminfo() ([]byte, error) {
 		{"MemTotal", kb(si.Totalram)}, {"MemFree", kb(si.Freeram)}, {"MemAvailable", kb(si.Freeram + si.Bufferram)},
 		{"Buffers", kb(si.Bufferram)}, {"Cached", 0}, {"SwapCached", 0}, {"Active", 0}, {"Inactive", 0},
 		{"SwapTotal", kb(si.Totalswap)}, {"SwapFree", kb(si.Freeswap)}, {"Shmem", kb(si.Sharedram)},
-		{"Committed_AS", 0}, {"HugePages_Total", 0}, {"HugePages_Free", 0},
+		{"Committed_AS", 0},
 	} {
-		if strings.HasPrefix(l.name, "HugePages") {
-			fmt.Fprintf(&b, "%-15s %8d\n", l.name+":", l.v)
-		} else {
-			fmt.Fprintf(&b, "%-15s %8d kB\n", l.name+":", l.v)
-		}
+		fmt.Fprintf(&b, "%-15s %8d kB\n", l.name+":", l.v)
 	}
-	b.WriteString("Hugepagesize:       2048 kB\n")
+	b.WriteString("HugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       2048 kB\n")
 	return []byte(b.String()), nil
 }
 
-func cpuinfo() ([]byte, error) {
-	var b strings.Builder
-	n := runtime.NumCPU()
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(&b, "processor\t: %d\nvendor_id\t: moat\nmodel name\t: moat virtual CPU\n"+
-			"physical id\t: 0\nsiblings\t: %d\ncore id\t\t: %d\ncpu cores\t: %d\nflags\t\t: %s\n\n",
-			i, n, i, n, cpuFlags())
+// cpuTimes is the sandbox's CPU time in clock ticks: user and system time
+// of its processes (living, and the reaped ones their parents account
+// for), and the rest of every CPU's time since boot as idle.
+func (f *fs) cpuTimes() (user, sys, idle int64) {
+	var u, s time.Duration
+	for _, tg := range f.k.ThreadGroups() {
+		tu, ts := tg.CPUTime()
+		c := tg.ChildUsage()
+		u += tu + c.User
+		s += ts + c.Sys
 	}
-	return []byte(b.String()), nil
+	total := ticks(f.k.Uptime()+time.Second) * int64(runtime.NumCPU())
+	user, sys = ticks(u), ticks(s)
+	return user, sys, max(total-user-sys, 0)
 }
 
+// stat is /proc/stat: the "cpu" line and one per CPU (user nice system
+// idle iowait irq softirq steal guest guest_nice, in clock ticks: the
+// sandbox's time shared evenly among the CPUs it sees), then the
+// counters Linux prints after them. The sentry does not count interrupts
+// or context switches (zero); processes is the number of processes made
+// since boot, as far as the pid allocator tells (the highest pid in use).
 func (f *fs) stat() ([]byte, error) {
+	user, sys, idle := f.cpuTimes()
+	n := int64(runtime.NumCPU())
 	var b strings.Builder
-	b.WriteString("cpu  0 0 0 0 0 0 0 0 0 0\n")
-	for i := 0; i < runtime.NumCPU(); i++ {
-		fmt.Fprintf(&b, "cpu%d 0 0 0 0 0 0 0 0 0 0\n", i)
+	fmt.Fprintf(&b, "cpu  %d 0 %d %d 0 0 0 0 0 0\n", user, sys, idle)
+	for i := int64(0); i < n; i++ {
+		share := func(v int64) int64 { return v/n + btoi(i < v%n) }
+		fmt.Fprintf(&b, "cpu%d %d 0 %d %d 0 0 0 0 0 0\n", i, share(user), share(sys), share(idle))
 	}
 	tgs := f.k.ThreadGroups()
-	fmt.Fprintf(&b, "intr 0\nctxt 0\nbtime %d\nprocesses %d\nprocs_running 1\nprocs_blocked 0\nsoftirq 0\n",
-		f.k.BootTime().Unix(), len(tgs))
+	last := int32(1)
+	if len(tgs) > 0 {
+		last = tgs[len(tgs)-1].PID()
+	}
+	fmt.Fprintf(&b, "intr 0\nctxt 0\nbtime %d\nprocesses %d\nprocs_running 1\nprocs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n",
+		f.k.BootTime().Unix(), last)
 	return []byte(b.String()), nil
 }
 
-func (f *fs) uptime() ([]byte, error) {
-	up := f.k.Uptime().Seconds() + 1
-	return []byte(fmt.Sprintf("%.2f %.2f\n", up, up*float64(runtime.NumCPU()))), nil
+func btoi(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
+// uptime is /proc/uptime: seconds since boot, and the idle time summed
+// over the CPUs (the idle of /proc/stat).
+func (f *fs) uptime() ([]byte, error) {
+	up := f.k.Uptime() + time.Second
+	_, _, idle := f.cpuTimes()
+	return []byte(fmt.Sprintf("%.2f %.2f\n", up.Seconds(), float64(idle)/linuxabi.USER_HZ)), nil
+}
+
+// loadavg is /proc/loadavg: the sentry keeps no load averages (zero), the
+// running and total task counts, and the newest pid.
 func (f *fs) loadavg() ([]byte, error) {
 	tgs := f.k.ThreadGroups()
 	last := int32(1)
@@ -116,44 +159,6 @@ func (f *fs) loadavg() ([]byte, error) {
 		last = tgs[len(tgs)-1].PID()
 	}
 	return []byte(fmt.Sprintf("0.00 0.00 0.00 1/%d %d\n", f.k.NumTasks(), last)), nil
-}
-
-// sysDir is /proc/sys: the sysctls programs read to learn limits.
-func (f *fs) sysDir() *node {
-	value := func(path, v string) child {
-		name := path[strings.LastIndexByte(path, '/')+1:]
-		return child{name, f.file("sys/"+path, func() ([]byte, error) { return []byte(v + "\n"), nil })}
-	}
-	dir := func(path string, cs ...child) child {
-		name := path[strings.LastIndexByte(path, '/')+1:]
-		return child{name, f.dir("sys/"+path, false, func() []child { return cs })}
-	}
-	bootID := randomUUID()
-	kernelDir := dir("kernel",
-		child{"hostname", f.file("sys/kernel/hostname", func() ([]byte, error) { return []byte(f.k.Hostname + "\n"), nil })},
-		value("kernel/osrelease", kernel.Release), value("kernel/ostype", kernel.OSType),
-		value("kernel/version", kernel.Version), value("kernel/pid_max", "4194304"),
-		value("kernel/ngroups_max", "65536"), value("kernel/cap_last_cap", "40"),
-		value("kernel/threads-max", "1048576"),
-		dir("kernel/random", value("kernel/random/boot_id", bootID),
-			child{"uuid", f.file("sys/kernel/random/uuid", func() ([]byte, error) { return []byte(randomUUID() + "\n"), nil })}),
-	)
-	return f.dir("sys", false, func() []child {
-		return []child{
-			kernelDir,
-			dir("vm", value("vm/overcommit_memory", "0"), value("vm/max_map_count", "65530")),
-			dir("fs", value("fs/nr_open", "1048576"), value("fs/file-max", "9223372036854775807")),
-			dir("net", dir("net/core", value("net/core/somaxconn", "4096"))),
-		}
-	})
-}
-
-func randomUUID() string {
-	var b [16]byte
-	unix.Getrandom(b[:], 0)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // ticks converts a duration to clock ticks (USER_HZ a second).

@@ -1,0 +1,83 @@
+package procfs
+
+import (
+	"fmt"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/fs/pipe"
+	"github.com/moat-sandbox/moat/sentry/kernel"
+	"github.com/moat-sandbox/moat/sentry/mm"
+)
+
+// sysDir is /proc/sys: the sysctls programs read to learn the kernel's
+// limits and identity. Linux lets root write most of them; the sandbox's
+// kernel has none a guest may change, so a write is refused at open with
+// EACCES, as Linux refuses a read-only sysctl even to root, except for
+// hostname, which is as writable as Linux makes it (0644) and then
+// refused as sethostname(2) is (EPERM) until the sandbox has UTS
+// namespaces of its own. The entries:
+//
+//	kernel/{hostname,osrelease,ostype,version,pid_max,threads-max,ngroups_max,
+//	        cap_last_cap,overflowuid,overflowgid,shmmax,shmall,shmmni}
+//	kernel/random/{boot_id,uuid,entropy_avail,poolsize}
+//	vm/{overcommit_memory,overcommit_ratio,max_map_count,mmap_min_addr}
+//	fs/{file-max,nr_open,pipe-max-size}
+//	fs/inotify/{max_user_watches,max_user_instances,max_queued_events}
+//	net/core/somaxconn (the rest of net/ comes with networking)
+func (f *fs) sysDir() *node {
+	value := func(path, v string) child {
+		name := path[strings.LastIndexByte(path, '/')+1:]
+		return child{name, f.file("sys/"+path, func() ([]byte, error) { return []byte(v + "\n"), nil })}
+	}
+	number := func(path string, v uint64) child { return value(path, fmt.Sprint(v)) }
+	dir := func(path string, cs ...child) child {
+		name := path[strings.LastIndexByte(path, '/')+1:]
+		return child{name, f.dir("sys/"+path, false, func() []child { return cs })}
+	}
+	hostname := f.file("sys/kernel/hostname", func() ([]byte, error) { return []byte(f.k.Hostname + "\n"), nil })
+	hostname.writable(64, func(*kernel.Task, []byte) error { return unix.EPERM })
+	// boot_id names this boot of the sandbox; uuid is new at each read.
+	bootID := randomUUID()
+	kernelDir := dir("kernel",
+		child{"hostname", hostname},
+		value("kernel/osrelease", kernel.Release), value("kernel/ostype", kernel.OSType),
+		value("kernel/version", kernel.Version),
+		// pid_max is one past the largest pid the kernel hands out.
+		number("kernel/pid_max", 1<<22),
+		number("kernel/threads-max", 1<<20),
+		// setgroups(2)'s limit, NGROUPS_MAX.
+		number("kernel/ngroups_max", 65536),
+		number("kernel/cap_last_cap", unix.CAP_LAST_CAP),
+		number("kernel/overflowuid", 65534), number("kernel/overflowgid", 65534),
+		// Linux's defaults for System V shared memory.
+		number("kernel/shmmax", 18446744073692774399), number("kernel/shmall", 18446744073692774399),
+		number("kernel/shmmni", 4096),
+		dir("kernel/random", value("kernel/random/boot_id", bootID),
+			child{"uuid", f.file("sys/kernel/random/uuid", func() ([]byte, error) { return []byte(randomUUID() + "\n"), nil })},
+			number("kernel/random/entropy_avail", 256), number("kernel/random/poolsize", 256)),
+	)
+	return f.dir("sys", false, func() []child {
+		return []child{
+			kernelDir,
+			// Heuristic overcommit, Linux's default, as the sentry's mm
+			// does not refuse mappings past memory.
+			dir("vm", number("vm/overcommit_memory", 0), number("vm/overcommit_ratio", 50),
+				number("vm/max_map_count", 65530), number("vm/mmap_min_addr", mm.MinAddr)),
+			dir("fs", number("fs/nr_open", 1<<20), number("fs/file-max", 9223372036854775807),
+				number("fs/pipe-max-size", pipe.MaxSize),
+				dir("fs/inotify", number("fs/inotify/max_user_watches", 8192),
+					number("fs/inotify/max_user_instances", 128), number("fs/inotify/max_queued_events", 16384))),
+			dir("net", dir("net/core", number("net/core/somaxconn", 4096))),
+		}
+	})
+}
+
+func randomUUID() string {
+	var b [16]byte
+	unix.Getrandom(b[:], 0)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,66 @@
+package kernel
+
+import (
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// The OOM killer's knobs, as /proc/<pid>/oom_score_adj and oom_adj show
+// and set them. The sentry has no OOM killer of its own: the values are
+// kept, inherited by fork and checked as Linux checks them, for programs
+// that set them (systemd, browsers, container agents) and read them back.
+
+// Linux's bounds of oom_score_adj and the legacy oom_adj.
+const (
+	OOMScoreAdjMin = -1000
+	OOMScoreAdjMax = 1000
+	OOMAdjMin      = -17 // OOM_DISABLE
+	OOMAdjMax      = 15
+)
+
+// oomScore packs a process's oom_score_adj (low 16 bits) and the least
+// value it may be lowered to without CAP_SYS_RESOURCE (high 16 bits),
+// Linux's signal->oom_score_adj and oom_score_adj_min, so that fork copies
+// both at once.
+type oomScore struct{ v atomic.Uint32 }
+
+func packOOM(adj, min int16) uint32 { return uint32(uint16(adj)) | uint32(uint16(min))<<16 }
+
+func (o *oomScore) get() (adj, min int16) {
+	v := o.v.Load()
+	return int16(uint16(v)), int16(uint16(v >> 16))
+}
+
+func (o *oomScore) inherit(from *oomScore) { o.v.Store(from.v.Load()) }
+
+// OOMScoreAdj returns the process's oom_score_adj.
+func (tg *ThreadGroup) OOMScoreAdj() int {
+	adj, _ := tg.oom.get()
+	return int(adj)
+}
+
+// SetOOMScoreAdj sets oom_score_adj to adj (already checked to lie in
+// [OOMScoreAdjMin, OOMScoreAdjMax]) as Linux's __set_oom_adj does: without
+// CAP_SYS_RESOURCE (privileged false) a value may not go below the floor,
+// or, through the legacy oom_adj, below the current value (EACCES); a
+// privileged write through oom_score_adj moves the floor to the new value.
+func (tg *ThreadGroup) SetOOMScoreAdj(adj int, legacy, privileged bool) error {
+	for {
+		old := tg.oom.v.Load()
+		cur, floor := int16(uint16(old)), int16(uint16(old>>16))
+		limit := floor
+		if legacy {
+			limit = cur
+		}
+		if int16(adj) < limit && !privileged {
+			return unix.EACCES
+		}
+		if !legacy && privileged {
+			floor = int16(adj)
+		}
+		if tg.oom.v.CompareAndSwap(old, packOOM(int16(adj), floor)) {
+			return nil
+		}
+	}
+}
