@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -115,3 +116,10 @@ func fsPath(d *Dentry) string {
 	}
 	return s
 }
+
+var anonMountID = sync.OnceValue(func() int32 { return lastMountID.Add(1) })
+
+// AnonMountID is the mount id of files outside every tree (pipes, eventfds,
+// epolls): Linux's pipefs and anon_inodefs are mounts no namespace lists,
+// and fdinfo names them by an id of their own.
+func AnonMountID() int32 { return anonMountID() }
