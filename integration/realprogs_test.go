@@ -47,6 +47,12 @@ func realChecks(t *testing.T, dir string) []realCheck {
 		{name: "gcc-compile", args: bash(gccCompile), stdout: "sum 5050\n"},
 		{name: "make-twice", args: bash(makeTwice), stdout: makeTwiceOut},
 		{name: "git-commit", args: bash(gitCommit), stdout: gitCommitOut},
+		// An agent's work, in its bind-mounted workspace.
+		{name: "git-clone-workspace", args: bash(gitCloneWorkspace), stdout: gitCloneWorkspaceOut},
+		{name: "tar-100m-workspace", args: bash(tarWorkspace), stdout: tarWorkspaceOut, timeout: 2 * time.Minute},
+		{name: "python-venv-pip-workspace", args: bash(venvPip), stdout: "from the wheel 42\n", timeout: time.Minute},
+		{name: "make-j2-workspace", args: bash(makeParallel), stdout: makeParallelOut, timeout: time.Minute},
+		{name: "python-docx-xlsx-workspace", args: python(pythonOffice), stdout: pythonOfficeOut},
 		// Not a program but the harness: a container that never ends is
 		// killed at its timeout, `run` reports SIGKILL, and it is deleted
 		// leaving nothing (run checks that after every check).

@@ -36,24 +36,29 @@ type realRunner struct {
 	bundle string
 	log    string // the runtime's --log, "" if none
 	runs   int
+	// workspace is the host directory bind-mounted at /work, as an
+	// agent's workspace is: emptied before each run.
+	workspace string
 }
 
 func newMoatRunner(t *testing.T, rootfs string) *realRunner {
 	e := newMoatEnv(t)
-	return &realRunner{rt: e.moat, rootfs: rootfs, bundle: e.bundle, log: e.log}
+	return &realRunner{rt: e.moat, rootfs: rootfs, bundle: e.bundle, log: e.log, workspace: t.TempDir()}
 }
 
 func newRuncRunner(t *testing.T, runc, rootfs string) *realRunner {
 	dir := t.TempDir()
 	rt := &ocirun.Runtime{Name: "runc", Path: runc}
-	r := &realRunner{rt: rt.At(filepath.Join(dir, "state")), rootfs: rootfs, bundle: filepath.Join(dir, "bundle")}
+	r := &realRunner{rt: rt.At(filepath.Join(dir, "state")), rootfs: rootfs, bundle: filepath.Join(dir, "bundle"),
+		workspace: t.TempDir()}
 	must(t, os.Mkdir(r.bundle, 0o755))
 	return r
 }
 
 // realSpec is the container of every run: the shared rootfs read-only, a
-// writable /tmp of its own, root in fresh namespaces.
-func realSpec(rootfs string, args []string) *specs.Spec {
+// writable /tmp of its own, the workspace at /work, root in fresh
+// namespaces.
+func realSpec(rootfs, workspace string, args []string) *specs.Spec {
 	spec := ocirun.Spec(args, []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}, "moat-realprogs")
 	// Absolute: the tree is shared by every bundle (and runc refuses a
 	// rootfs reached through a symlink).
@@ -67,6 +72,7 @@ func realSpec(rootfs string, args []string) *specs.Spec {
 		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "nodev", "mode=1777", "size=16m"}},
 		// Executable: gcc's output runs from it.
 		ocirun.Tmpfs("/tmp", "nosuid", "nodev", "mode=1777", "size=256m"),
+		{Destination: "/work", Type: "bind", Source: workspace, Options: []string{"rbind", "rw"}},
 	}
 	return spec
 }
@@ -75,7 +81,8 @@ func realSpec(rootfs string, args []string) *specs.Spec {
 // new container id.
 func (r *realRunner) newContainer(t *testing.T, args []string) string {
 	r.runs++
-	must(t, ocirun.WriteSpec(r.bundle, realSpec(r.rootfs, args)))
+	clearDir(t, r.workspace)
+	must(t, ocirun.WriteSpec(r.bundle, realSpec(r.rootfs, r.workspace, args)))
 	// The pid keeps ids apart between test processes: runc names cgroups,
 	// which are machine-wide, after the id.
 	return fmt.Sprintf("realprogs-%d-%d", os.Getpid(), r.runs)

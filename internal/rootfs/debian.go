@@ -27,7 +27,7 @@ const debianSuite = "bookworm"
 
 // debianPackages are what agents run, beyond the minimal base system (bash,
 // coreutils, findutils, sed, grep, tar, dpkg).
-var debianPackages = []string{"python3", "gcc", "libc6-dev", "make", "git"}
+var debianPackages = []string{"python3", "python3-venv", "gcc", "libc6-dev", "make", "git", "sqlite3"}
 
 // debootstrapArgs are the arguments that decide what the rootfs holds; the
 // target directory and the mirror follow them.
@@ -36,7 +36,7 @@ func debootstrapArgs() []string {
 }
 
 // Debian returns the path of a Debian rootfs (bookworm, minbase, with
-// python3, gcc, libc6-dev, make and git), building it under cacheDir when it
+// debianPackages), building it under cacheDir when it
 // is not there yet. Concurrent callers, in this process or others, wait for
 // one build. Building needs root and the Debian mirror that apt uses; when
 // the mirror cannot be reached the error wraps ErrMirrorUnreachable.
