@@ -1,6 +1,12 @@
 package gofer
 
-import "golang.org/x/sys/unix"
+import (
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/linuxabi"
+)
 
 // The Client's calls that change the tree. A tree served read-only answers
 // every one with EROFS. New files get exactly the mode (permission bits)
@@ -129,4 +135,46 @@ func (c *Client) StatFS(n NodeID) (StatFS, error) {
 	var out StatFS
 	_, err := c.call(request(opStatFS, n), false, func(d *decoder) { out = d.statFS() })
 	return out, err
+}
+
+// GetXattr returns the value of n's extended attribute name.
+func (c *Client) GetXattr(n NodeID, name string) ([]byte, error) {
+	var v []byte
+	_, err := c.call(append(request(opGetXattr, n), name...), false, func(d *decoder) { v = append([]byte(nil), d.rest()...) })
+	return v, err
+}
+
+// SetXattr sets n's extended attribute name to value, with setxattr's
+// XATTR_CREATE or XATTR_REPLACE in flags.
+func (c *Client) SetXattr(n NodeID, name string, value []byte, flags int) error {
+	if len(name) > linuxabi.XATTR_NAME_MAX {
+		return unix.ERANGE
+	}
+	if len(value) > linuxabi.XATTR_SIZE_MAX {
+		return unix.E2BIG
+	}
+	req := le.AppendUint32(request(opSetXattr, n), uint32(flags))
+	req = le.AppendUint16(req, uint16(len(name)))
+	req = append(append(req, name...), value...)
+	_, err := c.call(req, false, nil)
+	return err
+}
+
+// ListXattr returns the names of n's extended attributes.
+func (c *Client) ListXattr(n NodeID) ([]string, error) {
+	var names []string
+	_, err := c.call(request(opListXattr, n), false, func(d *decoder) {
+		for _, name := range strings.Split(string(d.rest()), "\x00") {
+			if name != "" {
+				names = append(names, name)
+			}
+		}
+	})
+	return names, err
+}
+
+// RemoveXattr removes n's extended attribute name.
+func (c *Client) RemoveXattr(n NodeID, name string) error {
+	_, err := c.call(append(request(opRemoveXattr, n), name...), false, nil)
+	return err
 }

@@ -36,6 +36,11 @@ import (
 //	opSetAttr   node u64, setattr                    attr
 //	opStatFS    node u64                             statfs
 //	opTmpfile   dir u64, mode u32, uid u32, gid u32  node u64, attr; an O_RDWR fd in SCM_RIGHTS
+//	opGetXattr  node u64, name                       value
+//	opSetXattr  node u64, flags u32, name length u16, name, value
+//	                                                 none
+//	opListXattr node u64                             names, each NUL-terminated
+//	opRemoveXattr node u64, name                     none
 //
 // A name or link target that ends its message fills the rest of it, so it
 // carries no length of its own. An attr is encoded by appendAttr, a setattr
@@ -61,6 +66,10 @@ const (
 	opSetAttr
 	opStatFS
 	opTmpfile
+	opGetXattr
+	opSetXattr
+	opListXattr
+	opRemoveXattr
 )
 
 const (

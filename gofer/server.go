@@ -220,6 +220,29 @@ func (s *session) handle(req []byte) (answer []byte, fd int) {
 		if err = d.check(); err == nil {
 			err = s.statFS(id)
 		}
+	case opGetXattr, opRemoveXattr:
+		id := NodeID(d.u64())
+		name := string(d.rest())
+		if err = d.check(); err == nil {
+			if op == opGetXattr {
+				err = s.getXattr(id, name)
+			} else {
+				err = s.removeXattr(id, name)
+			}
+		}
+	case opSetXattr:
+		id := NodeID(d.u64())
+		flags := int(d.u32())
+		name := d.name16()
+		value := d.rest()
+		if err = d.check(); err == nil {
+			err = s.setXattr(id, flags, name, value)
+		}
+	case opListXattr:
+		id := NodeID(d.u64())
+		if err = d.check(); err == nil {
+			err = s.listXattr(id)
+		}
 	case opRelease:
 		if d.empty() || len(d.b)%8 != 0 {
 			err = unix.EPROTO

@@ -105,6 +105,13 @@ const (
 // unix.O_LARGEFILE is the C library's 0.
 const O_LARGEFILE = 0o100000
 
+// Extended attribute limits: include/uapi/linux/limits.h.
+const (
+	XATTR_NAME_MAX = 255
+	XATTR_SIZE_MAX = 65536
+	XATTR_LIST_MAX = 65536
+)
+
 // Limits of the kernel's own, visible to programs.
 const (
 	// UIO_MAXIOV is the most iovecs one call takes:

@@ -40,6 +40,7 @@ var fromHeaders = []struct {
 	{"SI_TKILL", SI_TKILL}, {"CLD_EXITED", CLD_EXITED}, {"CLD_KILLED", CLD_KILLED},
 	{"CLD_DUMPED", CLD_DUMPED}, {"CLD_STOPPED", CLD_STOPPED}, {"CLD_CONTINUED", CLD_CONTINUED},
 	{"O_LARGEFILE", O_LARGEFILE}, {"UIO_MAXIOV", UIO_MAXIOV},
+	{"XATTR_NAME_MAX", XATTR_NAME_MAX}, {"XATTR_SIZE_MAX", XATTR_SIZE_MAX}, {"XATTR_LIST_MAX", XATTR_LIST_MAX},
 	{"sizeof(struct epoll_event)", 12}, // EP_MAX_EVENTS divides by it
 }
 
@@ -52,7 +53,7 @@ func TestConstantsMatchTheKernelHeaders(t *testing.T) {
 	dir := t.TempDir()
 	var c strings.Builder
 	for _, h := range []string{"stddef.h", "stdio.h", "linux/futex.h", "asm/prctl.h", "asm/ioctls.h",
-		"linux/uio.h", "linux/signal.h", "asm-generic/fcntl.h", "linux/eventpoll.h"} {
+		"linux/uio.h", "linux/signal.h", "asm-generic/fcntl.h", "linux/eventpoll.h", "linux/limits.h"} {
 		fmt.Fprintf(&c, "#include <%s>\n", h)
 	}
 	c.WriteString("int main(void) {\n")

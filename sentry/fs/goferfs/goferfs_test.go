@@ -180,3 +180,27 @@ func TestStatFSIsTheHosts(t *testing.T) {
 		t.Errorf("statfs %+v, host %+v", s, want)
 	}
 }
+
+func TestExtendedAttributesAreTheHostFiles(t *testing.T) {
+	dir := t.TempDir()
+	ok(t, os.WriteFile(filepath.Join(dir, "f"), nil, 0o644))
+	root := served(t, dir)
+	c := me()
+	x, err := vfs.XattrTargetOf(lookup(t, root, "/f"))
+	ok(t, err)
+	ok(t, vfs.SetXattr(c, x, "user.k", []byte("v"), 0))
+	buf := make([]byte, 8)
+	if n, err := unix.Getxattr(filepath.Join(dir, "f"), "user.k", buf); err != nil || string(buf[:n]) != "v" {
+		t.Errorf("host getxattr: %q, %v", buf[:n], err)
+	}
+	if v, err := vfs.GetXattr(c, x, "user.k"); err != nil || string(v) != "v" {
+		t.Errorf("getxattr through the gofer: %q, %v", v, err)
+	}
+	if names, err := vfs.ListXattr(c, x); err != nil || string(names) != "user.k\x00" {
+		t.Errorf("listxattr: %q, %v", names, err)
+	}
+	ok(t, vfs.RemoveXattr(c, x, "user.k"))
+	if _, err := unix.Getxattr(filepath.Join(dir, "f"), "user.k", buf); err != unix.ENODATA {
+		t.Errorf("after removexattr the host has it: %v", err)
+	}
+}

@@ -76,6 +76,7 @@ func (i *inode) copyUpLocked() error {
 	if err := copyAttr(u, st); err != nil {
 		return err
 	}
+	copyXattrs(u, lower)
 	i.setUpper(u)
 	if multi {
 		i.fs.copied[st.Ino] = &linkedCopy{upper: u, n: st.Nlink, up: 1}

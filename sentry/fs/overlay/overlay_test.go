@@ -304,3 +304,27 @@ func TestReadDirAgreesWithStat(t *testing.T) {
 		}
 	}
 }
+
+func TestExtendedAttributesCopyUp(t *testing.T) {
+	l := newLayers(t)
+	l.ok(vfs.SetXattr(root, l.targetOf(l.lower, "/etc/hosts"), "user.origin", []byte("image"), 0))
+	hosts := l.targetOf(l.top, "/etc/hosts")
+	if v, err := vfs.GetXattr(root, hosts, "user.origin"); err != nil || string(v) != "image" {
+		t.Fatalf("the lower file's attribute through the overlay: %q, %v", v, err)
+	}
+	l.ok(vfs.SetXattr(root, hosts, "user.added", []byte("top"), 0))
+	top := l.targetOf(l.top, "/etc/hosts")
+	if v, err := vfs.GetXattr(root, top, "user.origin"); err != nil || string(v) != "image" {
+		t.Errorf("the copied-up file lost the lower attribute: %q, %v", v, err)
+	}
+	if _, err := vfs.GetXattr(root, l.targetOf(l.lower, "/etc/hosts"), "user.added"); err != unix.ENODATA {
+		t.Errorf("a change reached the lower file: %v", err)
+	}
+}
+
+func (l *layers) targetOf(r vfs.Path, name string) vfs.XattrTarget {
+	l.t.Helper()
+	x, err := vfs.XattrTargetOf(l.path(r, name))
+	l.ok(err)
+	return x
+}

@@ -66,6 +66,8 @@ type inode struct {
 	freed bool // no name and no open file left: the data is gone
 
 	target string // symlinks
+
+	xattrs vfs.Xattrs
 }
 
 type entry struct {
