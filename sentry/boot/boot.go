@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"golang.org/x/sys/unix"
 
@@ -21,6 +24,7 @@ import (
 	"github.com/moat-sandbox/moat/sentry/fs/goferfs"
 	"github.com/moat-sandbox/moat/sentry/fs/overlay"
 	"github.com/moat-sandbox/moat/sentry/fs/procfs"
+	"github.com/moat-sandbox/moat/sentry/fs/sysfs"
 	"github.com/moat-sandbox/moat/sentry/fs/tmpfs"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/memfile"
@@ -68,9 +72,12 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 		return nil, err
 	}
 	for _, m := range procs {
-		if err := mountAt(root, m.dest, procfs.New(k), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC); err != nil {
+		if err := mountAt(root, m.dest, procfs.New(k), "proc", m.flags, m.source, ""); err != nil {
 			return nil, err
 		}
+	}
+	if err := applyPathRules(root, spec.Linux, mf); err != nil {
+		return nil, err
 	}
 	init, err := initSpec(spec.Process)
 	if err != nil {
@@ -113,8 +120,8 @@ func readAuxv() (hostCPU, error) {
 
 // buildTree mounts the root file system at /, devfs at /dev, and the
 // config's mounts in its order: bind mounts through their gofer sockets,
-// tmpfs, and proc once the kernel exists. Other mount types are not
-// supported yet and are logged.
+// the file systems the sentry makes (mountFS), and proc once the kernel
+// exists. Other mount types are not supported yet and are logged.
 func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, log func(string, ...any)) (vfs.Path, []procMount, error) {
 	spec := setup.Spec
 	root, err := mountRoot(spec.Root.Readonly, setup.RootfsWrites, c, mf)
@@ -122,7 +129,7 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, log func
 		return vfs.Path{}, nil, fmt.Errorf("mount the root file system: %w", err)
 	}
 	now, _ := unix.TimeToTimespec(timeNow())
-	if err := mountAt(root, "/dev", devfs.New(now), "devtmpfs", unix.MS_NOSUID); err != nil {
+	if err := mountAt(root, "/dev", devfs.New(now), "devtmpfs", unix.MS_NOSUID, "devtmpfs", "mode=755"); err != nil {
 		return vfs.Path{}, nil, err
 	}
 	bindFD := make(map[int]int, len(setup.Binds))
@@ -133,21 +140,45 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, log func
 	for i, m := range spec.Mounts {
 		switch fd, isBind := bindFD[i]; {
 		case isBind:
-			if err := mountBind(root, m.Destination, m.Options, gofer.NewClient(fd), mf); err != nil {
+			if err := mountBind(root, m, gofer.NewClient(fd), mf); err != nil {
 				return vfs.Path{}, nil, err
 			}
 		case m.Destination == "/dev":
 		case m.Type == "proc":
-			procs = append(procs, procMount{m.Destination})
-		case m.Type == "tmpfs":
-			if err := mountTmpfs(root, m.Destination, m.Options, mf, log); err != nil {
+			flags, _ := mountFlags(m.Options)
+			procs = append(procs, procMount{dest: m.Destination, source: m.Source, flags: flags})
+		default:
+			if err := mountFS(root, m, mf, log); err != nil {
 				return vfs.Path{}, nil, err
 			}
-		default:
-			log("mount of %s at %s is not supported yet: skipped", m.Type, m.Destination)
 		}
 	}
 	return root, procs, nil
+}
+
+// mountFS mounts a file system the sentry makes for an OCI mount: tmpfs;
+// sysfs, always read-only; a cgroup or cgroup2 mount, an empty read-only
+// cgroup2 tree (sysfs.NewCgroup says what will fill it); mqueue, a mount
+// point that exists (an empty tmpfs of type mqueue: POSIX message queues
+// are not there yet, so nothing makes a queue in it). devpts and other
+// types are logged and skipped.
+func mountFS(root vfs.Path, m specs.Mount, mf *memfile.File, log func(string, ...any)) error {
+	flags, data := mountFlags(m.Options)
+	switch m.Type {
+	case "tmpfs":
+		return mountTmpfsFrom(root, m.Destination, m.Source, m.Options, mf, log)
+	case "sysfs":
+		return mountAt(root, m.Destination, sysfs.New(), "sysfs", flags|unix.MS_RDONLY, m.Source, "")
+	case "cgroup", "cgroup2":
+		return mountAt(root, m.Destination, sysfs.NewCgroup(), "cgroup2", flags|unix.MS_RDONLY, m.Source, "")
+	case "mqueue":
+		if len(data) > 0 {
+			log("mqueue at %s: options %q ignored", m.Destination, data)
+		}
+		return mountAt(root, m.Destination, tmpfs.New(mf, tmpfs.DefaultOptions()), "mqueue", flags, m.Source, "")
+	}
+	log("mount of %s at %s is not supported yet: skipped", m.Type, m.Destination)
+	return nil
 }
 
 // mountRoot makes the root file system: the image through the gofer, alone
@@ -174,20 +205,22 @@ func mountRoot(readonly bool, writes string, c *gofer.Client, mf *memfile.File) 
 	if err != nil {
 		return vfs.Path{}, err
 	}
-	return vfs.NewRootMount(d, "overlay", 0).Root(), nil
+	m := vfs.NewRootMount(d, "overlay", 0)
+	m.SetSource("overlay", "")
+	return m.Root(), nil
 }
 
 // mountBind mounts the host tree a gofer socket serves at dest, with the
 // OCI mount's flags (ro, nosuid, nodev, noexec). Its files' pages are
 // cached only while mapped: the host may change a bind-mounted tree
 // behind the sandbox.
-func mountBind(root vfs.Path, dest string, options []string, c *gofer.Client, mf *memfile.File) error {
+func mountBind(root vfs.Path, m specs.Mount, c *gofer.Client, mf *memfile.File) error {
 	d, err := goferfs.New(c, mf, false)
 	if err != nil {
-		return fmt.Errorf("mounts: bind mount at %s: %w", dest, err)
+		return fmt.Errorf("mounts: bind mount at %s: %w", m.Destination, err)
 	}
-	flags, _ := mountFlags(options)
-	return mountAt(root, dest, d, fsTypeOf(d), flags)
+	flags, _ := mountFlags(m.Options)
+	return mountAt(root, m.Destination, d, fsTypeOf(d), flags, m.Source, "")
 }
 
 // fsTypeOf names the host file system under a gofer tree, for /proc/mounts,
@@ -213,6 +246,12 @@ var fsNames = map[int64]string{
 
 // mountTmpfs mounts a new tmpfs at dest with the OCI mount's options.
 func mountTmpfs(root vfs.Path, dest string, options []string, mf *memfile.File, log func(string, ...any)) error {
+	return mountTmpfsFrom(root, dest, "tmpfs", options, mf, log)
+}
+
+// mountTmpfsFrom is mountTmpfs with the mount's source (tmpfs, shm, ...),
+// for /proc/<pid>/mountinfo.
+func mountTmpfsFrom(root vfs.Path, dest, source string, options []string, mf *memfile.File, log func(string, ...any)) error {
 	flags, data := mountFlags(options)
 	opts, unknown, err := tmpfs.ParseOptions(data)
 	if err != nil {
@@ -221,7 +260,26 @@ func mountTmpfs(root vfs.Path, dest string, options []string, mf *memfile.File, 
 	if len(unknown) > 0 {
 		log("tmpfs at %s: options %q ignored", dest, unknown)
 	}
-	return mountAt(root, dest, tmpfs.New(mf, opts), "tmpfs", flags)
+	return mountAt(root, dest, tmpfs.New(mf, opts), "tmpfs", flags, source, tmpfsData(opts))
+}
+
+// tmpfsData is how Linux's shmem_show_options shows a tmpfs's options:
+// those that differ from a default mount's, size in KiB and mode in octal.
+func tmpfsData(o tmpfs.Options) string {
+	var parts []string
+	if o.Size != 0 {
+		parts = append(parts, fmt.Sprintf("size=%dk", o.Size/1024))
+	}
+	if def := tmpfs.DefaultOptions(); o.Mode != def.Mode {
+		parts = append(parts, fmt.Sprintf("mode=%03o", o.Mode))
+	}
+	if o.UID != 0 {
+		parts = append(parts, fmt.Sprintf("uid=%d", o.UID))
+	}
+	if o.GID != 0 {
+		parts = append(parts, fmt.Sprintf("gid=%d", o.GID))
+	}
+	return strings.Join(parts, ",")
 }
 
 // mountFlags splits mount(8) options into MS_* flags and the rest, the
@@ -256,26 +314,32 @@ func mountFlags(options []string) (int, []string) {
 }
 
 // procMount is a /proc to mount once the kernel exists.
-type procMount struct{ dest string }
+type procMount struct {
+	dest, source string
+	flags        int
+}
 
-// mountAt attaches a file system at dest (an absolute path whose parent
-// exists), making the mount point if the image lacks it: a directory, or a
-// file for a file system that is one file.
-func mountAt(root vfs.Path, dest string, fsRoot *vfs.Dentry, fsType string, flags int) error {
+// mountAt attaches a file system at dest (an absolute path), making the
+// mount point and its missing parents in the sentry's tree if the image
+// lacks them, as runc makes them (mkdir -p) in the rootfs: a directory,
+// or a file for a file system that is one file. source and data are what
+// /proc/<pid>/mountinfo shows of it.
+func mountAt(root vfs.Path, dest string, fsRoot *vfs.Dentry, fsType string, flags int, source, data string) error {
 	dest = path.Clean(dest)
 	if dest == "/" {
 		return fmt.Errorf("mount at /: only the root file system goes there")
 	}
-	parent, err := vfs.Resolver{Root: root, Start: root}.Lookup(path.Dir(dest), true)
+	point, err := vfs.MakeMountPath(root, dest, fsRoot.IsDir())
 	if err != nil {
 		return fmt.Errorf("mount %s at %s: %w", fsType, dest, err)
 	}
-	point, err := vfs.MakeMountPoint(parent, path.Base(dest), fsRoot.IsDir())
+	m, err := vfs.Attach(point, fsRoot, fsType, flags)
 	if err != nil {
 		return fmt.Errorf("mount %s at %s: %w", fsType, dest, err)
 	}
-	if _, err := vfs.Attach(point, fsRoot, fsType, flags); err != nil {
-		return fmt.Errorf("mount %s at %s: %w", fsType, dest, err)
+	if source == "" {
+		source = fsType
 	}
+	m.SetSource(source, data)
 	return nil
 }

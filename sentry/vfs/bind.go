@@ -33,6 +33,7 @@ func BindMount(src, dst Path, flags int) (*Mount, error) {
 		copySubmounts(src.Mount, src.Dentry, m)
 	}
 	m.parent, m.point = dst.Mount, dst.Dentry
+	pin(dst.Dentry)
 	dst.Mount.mu.Lock()
 	defer dst.Mount.mu.Unlock()
 	if dst.Mount.children == nil {
@@ -104,4 +105,32 @@ func MakeMountPath(root Path, name string, dir bool) (Path, error) {
 		cur = next
 	}
 	return cur, nil
+}
+
+// pin keeps d, a mount point, in its parent's cache even when the parent
+// is Volatile (a /proc directory, whose look-ups make new dentries each
+// time): a later look-up of the name finds d, and the mount on it, while
+// the file system answers it with the same inode. runc's readonlyPaths
+// and maskedPaths mount on /proc/sys and the like.
+func pin(d *Dentry) {
+	p := d.parent
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.made[d.name] == d {
+		return
+	}
+	if p.children == nil {
+		p.children = make(map[string]*Dentry)
+	}
+	p.children[d.name] = d
+}
+
+// sameInode reports whether a and b are one inode. Volatile file systems
+// give their inodes as pointers, which compare without panicking.
+func sameInode(a, b Inode) bool {
+	defer func() { recover() }()
+	return a == b
 }

@@ -72,8 +72,9 @@ func (d *Dentry) child(name string) (*Dentry, error) {
 	if c, ok := d.made[name]; ok {
 		return c, nil
 	}
-	if c, ok := d.children[name]; ok && !volatile {
-		return c, nil
+	cached, isCached := d.children[name]
+	if isCached && !volatile {
+		return cached, nil
 	}
 	if _, ok := d.absent[name]; ok && !volatile {
 		return nil, unix.ENOENT
@@ -92,11 +93,17 @@ func (d *Dentry) child(name string) (*Dentry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if volatile {
+		// The dentry a mount is attached at stays while the file system
+		// gives the same inode for the name (pin, bind.go).
+		if isCached && sameInode(cached.inode, ino) {
+			return cached, nil
+		}
+		return &Dentry{name: name, parent: d, inode: ino,
+			isDir: st.Type() == unix.S_IFDIR, isLink: st.Type() == unix.S_IFLNK}, nil
+	}
 	c := &Dentry{name: name, parent: d, inode: ino,
 		isDir: st.Type() == unix.S_IFDIR, isLink: st.Type() == unix.S_IFLNK}
-	if volatile {
-		return c, nil
-	}
 	if d.children == nil {
 		d.children = make(map[string]*Dentry)
 	}
@@ -140,6 +147,7 @@ func Attach(p Path, root *Dentry, fsType string, flags int) (*Mount, error) {
 		return nil, unix.ENOTDIR
 	}
 	m := &Mount{root: root, parent: p.Mount, point: p.Dentry, Type: fsType, Flags: flags, meta: newMountMeta(false, flags)}
+	pin(p.Dentry)
 	p.Mount.mu.Lock()
 	if p.Mount.children == nil {
 		p.Mount.children = make(map[*Dentry]*Mount)
