@@ -106,8 +106,9 @@ func Fcntl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return 0, unix.EINVAL
 }
 
-// Ioctl implements Linux syscall ioctl(2): the generic requests here, the
-// rest by the file (terminals answer a few; others ENOTTY).
+// Ioctl implements Linux syscall ioctl(2): the generic requests here, a
+// terminal's job-control requests in sys_tty.go, the rest by the file
+// (terminals answer theirs; others ENOTTY).
 func Ioctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	fd, cmd, arg := a.Int(0), a.Uint(1), a.Ptr(2)
 	f, err := t.FDs().Get(fd)
@@ -134,6 +135,11 @@ func Ioctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	case linuxabi.FIONREAD:
 		if st, err := f.Stat(); err == nil && st.Type() == unix.S_IFREG {
 			return 0, copyOutU32(t, arg, uint32(max(0, min(st.Size-f.Offset(), 1<<31-1))))
+		}
+	}
+	if term, ok := f.Impl().(kernel.Terminal); ok {
+		if handled, ret, err := terminalIoctl(t, f, term, cmd, arg); handled {
+			return ret, err
 		}
 	}
 	return f.Impl().Ioctl(cmd, arg, t)

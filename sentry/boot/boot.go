@@ -21,6 +21,7 @@ import (
 	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/platform/systrap"
 	"github.com/moat-sandbox/moat/sentry/fs/devfs"
+	"github.com/moat-sandbox/moat/sentry/fs/devpts"
 	"github.com/moat-sandbox/moat/sentry/fs/goferfs"
 	"github.com/moat-sandbox/moat/sentry/fs/overlay"
 	"github.com/moat-sandbox/moat/sentry/fs/procfs"
@@ -137,6 +138,7 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, log func
 		bindFD[index] = control.BootBindFD0 + j
 	}
 	var procs []procMount
+	ptsMounted := false
 	for i, m := range spec.Mounts {
 		switch fd, isBind := bindFD[i]; {
 		case isBind:
@@ -151,6 +153,16 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, log func
 			if err := mountFS(root, m, mf, log); err != nil {
 				return vfs.Path{}, nil, err
 			}
+			ptsMounted = ptsMounted || m.Type == "devpts" && path.Clean(m.Destination) == "/dev/pts"
+		}
+	}
+	if !ptsMounted {
+		// /dev/ptmx leads to /dev/pts/ptmx: without the config's devpts
+		// there, the one runc's default config has.
+		pts := specs.Mount{Destination: "/dev/pts", Type: "devpts", Source: "devpts",
+			Options: append([]string{"nosuid", "noexec"}, devpts.RuncOptions...)}
+		if err := mountFS(root, pts, mf, log); err != nil {
+			return vfs.Path{}, nil, err
 		}
 	}
 	return root, procs, nil
@@ -160,8 +172,9 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, log func
 // sysfs, always read-only; a cgroup or cgroup2 mount, an empty read-only
 // cgroup2 tree (sysfs.NewCgroup says what will fill it); mqueue, a mount
 // point that exists (an empty tmpfs of type mqueue: POSIX message queues
-// are not there yet, so nothing makes a queue in it). devpts and other
-// types are logged and skipped.
+// are not there yet, so nothing makes a queue in it); devpts, a new
+// instance of the sandbox's pseudo-terminals. Other types are logged and
+// skipped.
 func mountFS(root vfs.Path, m specs.Mount, mf *memfile.File, log func(string, ...any)) error {
 	flags, data := mountFlags(m.Options)
 	switch m.Type {
@@ -176,6 +189,15 @@ func mountFS(root vfs.Path, m specs.Mount, mf *memfile.File, log func(string, ..
 			log("mqueue at %s: options %q ignored", m.Destination, data)
 		}
 		return mountAt(root, m.Destination, tmpfs.New(mf, tmpfs.DefaultOptions()), "mqueue", flags, m.Source, "")
+	case "devpts":
+		opts, unknown, err := devpts.ParseOptions(data)
+		if err != nil {
+			return &kernel.InitError{Msg: fmt.Sprintf("mounts: devpts at %s: %v", m.Destination, err)}
+		}
+		if len(unknown) > 0 {
+			log("devpts at %s: options %q ignored", m.Destination, unknown)
+		}
+		return mountAt(root, m.Destination, devpts.New(opts, timeNow()), "devpts", flags, m.Source, opts.String())
 	}
 	log("mount of %s at %s is not supported yet: skipped", m.Type, m.Destination)
 	return nil

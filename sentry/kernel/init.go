@@ -26,6 +26,9 @@ type InitSpec struct {
 	// may gain privileges (no_new_privs).
 	CapEffective, CapPermitted, CapInheritable, CapBounding uint64
 	NoNewPrivs                                              bool
+	// Console, if set, is the controlling terminal of init's session
+	// (the container's terminal), with init's group in the foreground.
+	Console *TTY
 }
 
 // InitError is a problem with the init process's configuration, worded for
@@ -69,6 +72,11 @@ func (k *Kernel) CreateInit(s InitSpec) error {
 
 	tg := newThreadGroup(k, 1, &SigHand{})
 	tg.pgid, tg.sid = 1, 1
+	if s.Console != nil {
+		s.Console.k.Store(k)
+		s.Console.sid, s.Console.fg = 1, 1
+		tg.tty = s.Console
+	}
 	limits := DefaultLimits()
 	for r, l := range s.Limits {
 		if r >= 0 && r < NumLimits {

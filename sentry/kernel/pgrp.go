@@ -81,7 +81,8 @@ func (t *Task) Setsid() (int32, error) {
 			return 0, unix.EPERM // already a process group leader
 		}
 	}
-	tg.sid, tg.pgid = tg.pid, tg.pid
+	// A new session starts with no controlling terminal.
+	tg.sid, tg.pgid, tg.tty = tg.pid, tg.pid, nil
 	return tg.pid, nil
 }
 

@@ -157,6 +157,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 		}
 		tg := newThreadGroup(k, tid, sighand)
 		tg.parent, tg.pgid, tg.sid, tg.exitSignal = parent, t.tg.pgid, t.tg.sid, exitSignal
+		tg.tty = t.tg.tty
 		tg.limits.setAll(t.tg.limits.all())
 		tg.oom.inherit(&t.tg.oom)
 		parent.children[tg] = struct{}{}

@@ -111,6 +111,7 @@ func (t *Task) exit() {
 		tg.itimer.stop()
 		tg.cpuLimit.stop()
 		tg.usage = usage
+		tg.leaveTTYLocked()
 		tg.becomeZombieLocked(status)
 	}
 	k.treeMu.Unlock()

@@ -25,6 +25,7 @@ type ThreadGroup struct {
 	exitUID    uint32 // the real uid of its last task, for wait and SIGCHLD
 	childUsage Usage  // summed over the children this process reaped (RUSAGE_CHILDREN)
 	execed     bool   // setpgid on a child that has exec'd gives EACCES
+	tty        *TTY   // the controlling terminal (tty.go), nil for none
 	// zombieNproc: the zombie still counts as a task of zombieNprocUID
 	// for RLIMIT_NPROC, until it is reaped.
 	zombieNproc    bool

@@ -1,12 +1,14 @@
 // Package devfs is the sandbox's /dev: the character devices every Linux
-// program may rely on (null, zero, full, random, urandom, tty) and the
-// conventional symlinks into /proc/self/fd. Nothing here reaches a host
-// device.
+// program may rely on (null, zero, full, random, urandom, tty), the
+// conventional symlinks into /proc/self/fd, and ptmx as a symlink into the
+// devpts mounted at /dev/pts (as runc makes it). Nothing here reaches a
+// host device.
 package devfs
 
 import (
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
@@ -17,6 +19,7 @@ type node struct {
 	order    []string         // children in listing order
 	target   string           // symlinks
 	open     func(flags int) (deviceIO, error)
+	ctty     bool // /dev/tty: opens the caller's controlling terminal
 }
 
 // New builds a /dev tree whose timestamps are now.
@@ -43,6 +46,7 @@ func New(now unix.Timespec) *vfs.Dentry {
 	for _, d := range devices {
 		n := mk(unix.S_IFCHR|d.perm, unix.Mkdev(d.major, d.minor))
 		n.open = d.open
+		n.ctty = d.major == 5 && d.minor == 0
 		add(d.name, n)
 	}
 	for _, dir := range []string{"pts", "shm"} {
@@ -54,7 +58,7 @@ func New(now unix.Timespec) *vfs.Dentry {
 		add(dir, n)
 	}
 	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"},
-		{"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}} {
+		{"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}, {"ptmx", "pts/ptmx"}} {
 		n := mk(unix.S_IFLNK|0o777, 0)
 		n.target = l[1]
 		n.stat.Size = int64(len(l[1]))
@@ -113,6 +117,16 @@ func (n *node) Open(flags int) (vfs.FileImpl, error) {
 		return &openNode{deviceIO: noIO{}, node: n}, nil
 	}
 	return nil, unix.ENXIO
+}
+
+// OpenTask implements kernel.TTYOpener: /dev/tty is the caller's
+// controlling terminal (ENXIO without one), opened again with the
+// attributes of /dev/tty; other nodes open as they always do.
+func (n *node) OpenTask(t *kernel.Task, flags int) (vfs.FileImpl, error) {
+	if n.ctty {
+		return t.OpenControlling(flags, func() vfs.Stat { return n.stat })
+	}
+	return n.Open(flags)
 }
 
 // openNode is an open devfs node: the device's I/O with the node's

@@ -20,8 +20,7 @@ var devices = []device{
 	{"full", 1, 7, 0o666, func(int) (deviceIO, error) { return fullDev{}, nil }},
 	{"random", 1, 8, 0o666, func(int) (deviceIO, error) { return randomDev{}, nil }},
 	{"urandom", 1, 9, 0o666, func(int) (deviceIO, error) { return randomDev{}, nil }},
-	// The sandbox's processes have no controlling terminal: /dev/tty is
-	// there, but opening it fails as it does for a daemon on Linux.
+	// /dev/tty opens its caller's controlling terminal (node.OpenTask).
 	{"tty", 5, 0, 0o666, func(int) (deviceIO, error) { return nil, unix.ENXIO }},
 }
 

@@ -97,8 +97,14 @@ func statLine(t *kernel.Task, thread bool) ([]byte, error) {
 	}
 	ign, cgt := signalDispositions(t.ThreadGroup())
 	rss := t.MM().ResidentBytes() / mm.PageSize
+	// tty_nr and tpgid: the controlling terminal and its foreground group.
+	var ttyNr uint32
+	tty, tpgid := t.ThreadGroup().TTYState()
+	if tty != nil {
+		ttyNr = tty.EncodedDev()
+	}
 	fields := []any{
-		pid, "(" + t.Comm() + ")", taskState(t)[:1], t.PPID(), t.PGID(), t.SID(), 0, -1, 0,
+		pid, "(" + t.Comm() + ")", taskState(t)[:1], t.PPID(), t.PGID(), t.SID(), ttyNr, tpgid, 0,
 		0, 0, 0, 0, ticks(user), ticks(sys), ticks(children.User), ticks(children.Sys), 20, 0, len(t.ThreadGroup().Tasks()), 0, start, u.Size, rss,
 		t.Limits().Get(unix.RLIMIT_RSS).Cur, 0, 0, l.StackTop, 0, 0, 0, t.SigMask(), ign, cgt, 0, 0, 0, 17, 0,
 		0, 0, 0, 0, 0, 0, 0, 0, l.ArgStart, l.ArgEnd, l.EnvStart, l.EnvEnd, 0,
