@@ -9,6 +9,7 @@ const (
 	noteMknod     = "regular files, FIFOs and socket nodes; device nodes answer EPERM (nothing in the sandbox reaches a device)"
 	noteStatfs    = "tmpfs reports its size and use, the gofer's trees the host file system's figures"
 	noteXattr     = "user., trusted. and security. attributes, on regular files and directories of the gofer's trees and on any tmpfs file; system. (POSIX ACLs) answers EOPNOTSUPP"
+	noteInotify   = "events for what the guest does through the sentry; changes the host makes behind a bind mount are not seen, nor writes through shared mappings (Linux reports neither); max_user_watches and max_user_instances are not enforced"
 	noteMapEOF    = "a file's pages past its end when mapped stay SIGBUS if the file grows later, and a tmpfs size limit does not count pages first written through a mapping"
 
 	noteMountsInside = "until mounts inside the sandbox's own tree (issue #14)"
@@ -20,7 +21,6 @@ const (
 const (
 	areaFiles      = "the file system, issue #9"
 	areaXattr      = "extended attributes, with the file system, issue #9"
-	areaNotify     = "inotify, with the file system, issue #9"
 	areaSplice     = "splice and in-kernel copies, with the file system, issue #9"
 	areaSeccomp    = "guest seccomp filters, issue #10"
 	areaNet        = "sockets and networking, issue #11"
@@ -297,9 +297,9 @@ var table = [...]Entry{
 	250: notYet("keyctl", areaKeys),
 	251: notYet("ioprio_set", areaSched),
 	252: notYet("ioprio_get", areaSched),
-	253: notYet("inotify_init", areaNotify),
-	254: notYet("inotify_add_watch", areaNotify),
-	255: notYet("inotify_rm_watch", areaNotify),
+	253: full("inotify_init", InotifyInit),
+	254: partial("inotify_add_watch", InotifyAddWatch, noteInotify),
+	255: full("inotify_rm_watch", InotifyRmWatch),
 	256: byDesign("migrate_pages", unix.ENOSYS, noteOneNode),
 	257: full("openat", Openat),
 	258: full("mkdirat", Mkdirat),
@@ -338,7 +338,7 @@ var table = [...]Entry{
 	291: full("epoll_create1", EpollCreate1),
 	292: full("dup3", Dup3),
 	293: full("pipe2", Pipe2),
-	294: notYet("inotify_init1", areaNotify),
+	294: full("inotify_init1", InotifyInit1),
 	295: full("preadv", Preadv),
 	296: full("pwritev", Pwritev),
 	297: full("rt_tgsigqueueinfo", RtTgsigqueueinfo),

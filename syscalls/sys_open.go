@@ -163,7 +163,11 @@ func openPath(t *kernel.Task, p vfs.Path, flags int, created bool) (*vfs.File, e
 	if err != nil {
 		return nil, err
 	}
-	return vfs.NewFile(impl, p, acc|flags&fileStatusFlags|linuxabi.O_LARGEFILE), nil
+	f := vfs.NewFile(impl, p, acc|flags&fileStatusFlags|linuxabi.O_LARGEFILE)
+	if flags&unix.O_TRUNC != 0 && st.Type() == unix.S_IFREG {
+		f.NotifyTruncated()
+	}
+	return f, nil
 }
 
 // pathFile is an O_PATH descriptor: it names a file without opening it.

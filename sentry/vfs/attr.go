@@ -43,6 +43,16 @@ type Allocator interface {
 	Allocate(c Context, off, length int64) error
 }
 
+// setAttr applies a to s, the inode of d, and reports the change to
+// inotify watches.
+func setAttr(s AttrSetter, d *Dentry, a *Attr) error {
+	if err := s.SetAttr(a); err != nil {
+		return err
+	}
+	notifyAttr(d, a)
+	return nil
+}
+
 // Chmod implements chmod(2) on the file at p.
 func Chmod(c *Creds, p Path, mode uint32) error {
 	s, st, err := writableInodeStat(p)
@@ -56,7 +66,7 @@ func Chmod(c *Creds, p Path, mode uint32) error {
 	if mode&unix.S_ISGID != 0 && !c.inGroup(st.GID) && !c.capable(unix.CAP_FSETID) {
 		mode &^= unix.S_ISGID
 	}
-	return s.SetAttr(&Attr{Mask: SetMode, Mode: mode})
+	return setAttr(s, p.Dentry, &Attr{Mask: SetMode, Mode: mode})
 }
 
 // Chown implements chown(2) on the file at p; -1 leaves an id as it is.
@@ -96,7 +106,7 @@ func Chown(c *Creds, p Path, uid, gid int64) error {
 			a.Mode = mode
 		}
 	}
-	return s.SetAttr(&a)
+	return setAttr(s, p.Dentry, &a)
 }
 
 // Utimes implements utimensat(2) on the file at p: times nil sets both
@@ -125,7 +135,7 @@ func Utimes(c *Creds, p Path, times *[2]unix.Timespec) error {
 				return err
 			}
 		}
-		return s.SetAttr(&Attr{Mask: SetAtime | SetMtime, Atime: now, Mtime: now})
+		return setAttr(s, p.Dentry, &Attr{Mask: SetAtime | SetMtime, Atime: now, Mtime: now})
 	}
 	if !c.ownerOrCapable(&st) {
 		return unix.EPERM
@@ -139,7 +149,7 @@ func Utimes(c *Creds, p Path, times *[2]unix.Timespec) error {
 		a.Mask |= SetMtime
 		a.Mtime = times[1]
 	}
-	return s.SetAttr(&a)
+	return setAttr(s, p.Dentry, &a)
 }
 
 // killPriv adds to a the loss of setuid and setgid bits that changing a
@@ -183,7 +193,7 @@ func Truncate(c *Creds, p Path, size int64) error {
 	now := unix.Timespec{Nsec: unix.UTIME_NOW}
 	a := Attr{Mask: SetSize | SetMtime, Size: size, Mtime: now}
 	c.killPriv(&st, &a)
-	return s.SetAttr(&a)
+	return setAttr(s, p.Dentry, &a)
 }
 
 // Ftruncate implements ftruncate(2): f must be a regular file open for
@@ -210,7 +220,7 @@ func Ftruncate(c *Creds, f *File, size int64) error {
 	now := unix.Timespec{Nsec: unix.UTIME_NOW}
 	a := Attr{Mask: SetSize | SetMtime, Size: size, Mtime: now}
 	c.killPriv(&st, &a)
-	return s.SetAttr(&a)
+	return setAttr(s, p.Dentry, &a)
 }
 
 // Resizer is an open file with no name that ftruncate resizes directly.
@@ -250,7 +260,11 @@ func Fallocate(c Context, f *File, mode uint32, off, length int64) error {
 	if !ok {
 		return unix.EOPNOTSUPP
 	}
-	return a.Allocate(c, off, length)
+	if err := a.Allocate(c, off, length); err != nil {
+		return err
+	}
+	f.notify(unix.IN_MODIFY)
+	return nil
 }
 
 // FSStat is a file system's statfs(2).

@@ -3,6 +3,7 @@ package vfs
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,6 +17,12 @@ type Dentry struct {
 	inode  Inode
 	isDir  bool
 	isLink bool
+
+	// opens counts the files open on the dentry; goneID is its inode's
+	// identity once its last name is removed, for inotify's
+	// IN_DELETE_SELF at the last close (inotify_events.go).
+	opens  atomic.Int32
+	goneID atomic.Pointer[FileID]
 
 	mu       sync.Mutex
 	children map[string]*Dentry

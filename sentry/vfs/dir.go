@@ -18,10 +18,15 @@ func (d *dirState) restart(off int64) {
 // IterDirents calls fn with each directory entry from the file offset on,
 // "." and ".." first, with the offset of the entry that follows; it stops
 // when fn returns false, and the offset then names the entry fn refused.
-func (f *File) IterDirents(root Path, fn func(d Dirent, next int64) bool) error {
+func (f *File) IterDirents(root Path, fn func(d Dirent, next int64) bool) (err error) {
 	if f.dir == nil {
 		return unix.ENOTDIR
 	}
+	defer func() {
+		if err == nil {
+			f.notify(unix.IN_ACCESS) // after f.mu, as Linux's iterate_dir
+		}
+	}()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.off == 0 || f.dir.entries == nil {

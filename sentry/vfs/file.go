@@ -80,6 +80,7 @@ func NewFile(impl FileImpl, path Path, flags int) *File {
 	}
 	f.flags.Store(uint32(flags))
 	f.refs.Store(1)
+	f.opened()
 	return f
 }
 
@@ -110,6 +111,7 @@ func (f *File) IncRef() { f.refs.Add(1) }
 // DecRef drops a reference, releasing the file with the last.
 func (f *File) DecRef() {
 	if f.refs.Add(-1) == 0 {
+		f.closed()
 		if f.locked.Load() {
 			Locks.ReleaseFile(f)
 		}
@@ -123,6 +125,14 @@ func (f *File) Writable() bool { return f.Flags()&unix.O_ACCMODE != unix.O_RDONL
 
 // Read reads at the file offset and advances it (read(2), readv(2)).
 func (f *File) Read(dst *IOSeq) (int, error) {
+	n, err := f.read(dst)
+	if n > 0 {
+		f.notify(unix.IN_ACCESS)
+	}
+	return n, err
+}
+
+func (f *File) read(dst *IOSeq) (int, error) {
 	if !f.Readable() {
 		return 0, unix.EBADF
 	}
@@ -159,11 +169,23 @@ func (f *File) Pread(dst *IOSeq, off int64) (int, error) {
 	if off < 0 {
 		return 0, unix.EINVAL
 	}
-	return f.impl.Read(dst, off)
+	n, err := f.impl.Read(dst, off)
+	if n > 0 {
+		f.notify(unix.IN_ACCESS)
+	}
+	return n, err
 }
 
 // Write writes at the file offset (the end with O_APPEND) and advances it.
 func (f *File) Write(src *IOSeq) (int, error) {
+	n, err := f.write(src)
+	if n > 0 {
+		f.notify(unix.IN_MODIFY)
+	}
+	return n, err
+}
+
+func (f *File) write(src *IOSeq) (int, error) {
 	if !f.Writable() {
 		return 0, unix.EBADF
 	}
@@ -225,7 +247,11 @@ func (f *File) Pwrite(src *IOSeq, off int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return f.impl.Write(src, off)
+	n, err := f.impl.Write(src, off)
+	if n > 0 {
+		f.notify(unix.IN_MODIFY)
+	}
+	return n, err
 }
 
 // limitFileSize applies RLIMIT_FSIZE to a write at off of a file with an

@@ -10,9 +10,16 @@ type FileID struct {
 	file     *File // set only for a file with no readable identity
 }
 
-// ID returns the identity of f's inode, read once.
+// ID returns the identity of f's inode, read once: the inode its path
+// names (a FIFO's, not its pipe's), else the open file's own.
 func (f *File) ID() FileID {
 	f.idOnce.Do(func() {
+		if d := f.path.Dentry; d != nil {
+			if id, ok := inodeID(d.inode); ok {
+				f.id = id
+				return
+			}
+		}
 		st, err := f.impl.Stat()
 		if err != nil {
 			f.id = FileID{file: f}

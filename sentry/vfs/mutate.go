@@ -288,6 +288,8 @@ func create(c *Creds, t Target, mode uint32, mk func(w DirWriter, mode, uid, gid
 	if t.special() {
 		return Path{}, unix.EEXIST
 	}
+	ev := newEvents()
+	defer ev.send() // after the locks below are released
 	mutateMu.Lock()
 	defer mutateMu.Unlock()
 	d := t.Dir.Dentry
@@ -318,6 +320,7 @@ func create(c *Creds, t Target, mode uint32, mk func(w DirWriter, mode, uid, gid
 	if err != nil {
 		return Path{}, err
 	}
+	ev.name(d, unix.IN_CREATE|dirFlag(mode&unix.S_IFMT == unix.S_IFDIR), t.Name, 0)
 	return Path{t.Dir.Mount, d.addChildLocked(t.Name, ino, mode)}, nil
 }
 
@@ -378,6 +381,8 @@ func Link(c *Creds, old Path, t Target) error {
 	if t.special() {
 		return unix.EEXIST
 	}
+	ev := newEvents()
+	defer ev.send()
 	mutateMu.Lock()
 	defer mutateMu.Unlock()
 	d := t.Dir.Dentry
@@ -432,6 +437,8 @@ func Link(c *Creds, old Path, t Target) error {
 	if err := w.Link(t.Name, old.Dentry.inode); err != nil {
 		return err
 	}
+	ev.inode(old.Dentry, unix.IN_ATTRIB)
+	ev.name(d, unix.IN_CREATE, t.Name, 0)
 	d.addChildLocked(t.Name, old.Dentry.inode, ost.Mode)
 	return nil
 }
@@ -485,6 +492,8 @@ func remove(c *Creds, t Target, isDir bool) error {
 	if err != nil {
 		return err
 	}
+	ev := newEvents()
+	defer ev.send()
 	mutateMu.Lock()
 	defer mutateMu.Unlock()
 	d := t.Dir.Dentry
@@ -508,6 +517,7 @@ func remove(c *Creds, t Target, isDir bool) error {
 	if isMountPoint(t.Dir.Mount, victim) {
 		return unix.EBUSY
 	}
+	last := ev.lastLink(victim)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if isDir {
@@ -520,6 +530,13 @@ func remove(c *Creds, t Target, isDir bool) error {
 	}
 	d.dropChildLocked(t.Name, victim)
 	unlinked(victim)
+	if !isDir {
+		ev.inode(victim, unix.IN_ATTRIB)
+	}
+	if last {
+		ev.removed(victim)
+	}
+	ev.name(d, unix.IN_DELETE|dirFlag(isDir), t.Name, 0)
 	return nil
 }
 
@@ -567,6 +584,8 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 	if err != nil {
 		return err
 	}
+	ev := newEvents()
+	defer ev.send()
 	mutateMu.Lock()
 	defer mutateMu.Unlock()
 	od, nd := from.Dir.Dentry, to.Dir.Dentry
@@ -647,6 +666,7 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 	if isMountPoint(from.Dir.Mount, old) || victim != nil && isMountPoint(to.Dir.Mount, victim) {
 		return unix.EBUSY
 	}
+	lastVictim := victim != nil && !exchange && ev.lastLink(victim)
 	od.mu.Lock()
 	defer od.mu.Unlock()
 	if nd != od {
@@ -656,6 +676,7 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 	if err := w.Rename(from.Name, nd.inode, to.Name, flags); err != nil {
 		return err
 	}
+	ev.renamed(od, from.Name, nd, to.Name, old, victim, exchange, lastVictim)
 	renameMu.Lock()
 	defer renameMu.Unlock()
 	od.dropChildLocked(from.Name, old)
