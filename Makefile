@@ -92,7 +92,7 @@ test: deps build
 	MOAT_BINARY=$(abspath $(BIN)/moat) $(GO) test -count=1 -timeout 20m -run '$(SUITE_TESTS)' $(MODULE)/conformance
 
 # race-integration runs the integration tests on a moat built with the race
-# detector (opt-in: it takes about twice as long as the plain run). Its
+# detector (opt-in, as root: a second build and a second integration run). Its
 # sentry and gofer turn glibc's rseq off and write what the detector finds
 # to files in RACE_LOGS (raceLogDir in cmd/moat/race.go), as the CLI does
 # here; any file there fails the target.
