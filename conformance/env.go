@@ -131,15 +131,20 @@ func (e *Env) runNative(ctx context.Context, p Program) Outcome {
 	})
 }
 
-// runContainer runs args in a new container of rt, then deletes it: a
+// runContainer runs args in a new container of rt, with the config
+// program p asks for (nil: the plain one), then deletes it: a
 // runtime removes a container that ran to the end by itself, but not one
 // that it failed to start or that was killed. When the timeout passes or
 // ctx ends, the runtime is asked to kill the container, and its process
 // group is killed killGrace later if it has not exited by then.
-func (e *Env) runContainer(ctx context.Context, rt *Runtime, args []string) Outcome {
+func (e *Env) runContainer(ctx context.Context, rt *Runtime, args []string, p *Program) Outcome {
 	e.seq++
 	id := fmt.Sprintf("moat-conformance-%d-%d", os.Getpid(), e.seq)
-	if err := ocirun.WriteSpec(e.bundle.dir, containerSpec(args)); err != nil {
+	spec := containerSpec(args)
+	if p != nil {
+		spec.Linux.MaskedPaths, spec.Linux.ReadonlyPaths = p.MaskedPaths, p.ReadonlyPaths
+	}
+	if err := ocirun.WriteSpec(e.bundle.dir, spec); err != nil {
 		return Outcome{ExitCode: -1, Error: err.Error()}
 	}
 	r := rt.At(e.state)

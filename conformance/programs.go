@@ -24,7 +24,11 @@ type Program struct {
 	Family string   // the file name up to the first '_'
 	File   string   // the source file name, e.g. "file_read_write.c"
 	Covers []string // the system calls it asserts the behaviour of
-	source []byte
+	// MaskedPaths and ReadonlyPaths go into the container config's
+	// linux.maskedPaths and linux.readonlyPaths: the paths a program's
+	// "// masked-paths:" and "// readonly-paths:" lines name.
+	MaskedPaths, ReadonlyPaths []string
+	source                     []byte
 }
 
 // Programs returns the embedded conformance programs, sorted by file name.
@@ -63,6 +67,12 @@ func parseProgram(file string, src []byte) (Program, error) {
 	found := false
 	sc := bufio.NewScanner(bytes.NewReader(src))
 	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "// masked-paths:"); ok {
+			p.MaskedPaths = append(p.MaskedPaths, strings.Fields(rest)...)
+		}
+		if rest, ok := strings.CutPrefix(sc.Text(), "// readonly-paths:"); ok {
+			p.ReadonlyPaths = append(p.ReadonlyPaths, strings.Fields(rest)...)
+		}
 		rest, ok := strings.CutPrefix(sc.Text(), "// covers:")
 		if !ok {
 			continue

@@ -21,7 +21,7 @@ func (e *Env) RunPrograms(ctx context.Context, rt *Runtime, progress func(Result
 		r.Native = &native
 		if rt != nil {
 			args := []string{"/conformance/bin/" + p.binaryName(), "--sandbox", Hostname}
-			in := e.runContainer(ctx, rt, args)
+			in := e.runContainer(ctx, rt, args, &p)
 			if ctx.Err() != nil {
 				return results, ctx.Err()
 			}
