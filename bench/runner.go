@@ -41,9 +41,12 @@ type Config struct {
 
 // session is one Run: its directories, its runtimes and its run counter.
 type session struct {
-	cfg       Config
-	dir       string // everything temporary lives under it
-	bundle    string
+	cfg    Config
+	dir    string // everything temporary lives under it
+	bundle string
+	// data is the workspace bind-mounted at /data: inside the rootfs, so
+	// that the native runtime's chroot finds it there too.
+	data      string
 	instances []*instance    // nil where the runtime was skipped
 	out       *ocirun.Output // every run's stdout and stderr, emptied before each
 	runs      int            // containers started, for fresh ids
@@ -137,6 +140,12 @@ func (s *session) prepare(ctx context.Context, rep *Report) error {
 	if err := buildRootfs(ctx, rootfs, s.cfg.Busybox, s.cfg.Rootfs); err != nil {
 		return err
 	}
+	s.data = filepath.Join(rootfs, dataDir)
+	for _, d := range []string{s.data, filepath.Join(rootfs, rootScratch)} {
+		if err := os.MkdirAll(d, 0o777); err != nil {
+			return err
+		}
+	}
 	buildFailures, err := buildPrograms(ctx, s.cfg.Workloads, filepath.Join(s.dir, "src"), filepath.Join(rootfs, "bench"))
 	if err != nil {
 		return err
@@ -170,7 +179,7 @@ func (s *session) measure(ctx context.Context, w Workload, p plan, runtimes []Ru
 		return wr, nil
 	}
 	wr.Argv = w.argv(s.cfg.Iterations, s.cfg.Budget)
-	spec := newSpec(wr.Argv)
+	spec := newSpec(wr.Argv, s.data, w.WritableRoot)
 	if err := ocirun.WriteSpec(s.bundle, spec); err != nil {
 		return wr, err
 	}

@@ -37,6 +37,12 @@ type Workload struct {
 	Iterations int64 // default for a Micro workload
 	// Argv is what a Wall workload runs in the container.
 	Argv []string
+	// Args follow ITERATIONS and BUDGET_MS on a Micro workload's command
+	// line.
+	Args []string
+	// WritableRoot runs the workload with a writable root file system
+	// (moat's overlay), for what it does there; the rest run read-only.
+	WritableRoot bool
 	// Needs are the paths the workload needs in the rootfs besides its
 	// Program; it is skipped, with the first one missing, when a rootfs lacks them.
 	Needs []string
@@ -70,11 +76,39 @@ var Workloads = []Workload{
 		What:  "fork, exec /bin/true and wait for it",
 		Needs: []string{"/bin/true"},
 	},
+	// The file work of an agent's tools, in its workspace (a bind mount of
+	// an ext4 directory of the host, as /data) and on the root file system
+	// (moat's overlay; the host's directory under runc).
+	fileIO("seq-write-bind", "seq-write", dataDir, 1024, "1 GiB written sequentially in 1 MiB blocks, to a bind-mounted host directory"),
+	fileIO("seq-read-bind", "seq-read", dataDir, 1024, "1 GiB read sequentially in 1 MiB blocks, from a bind-mounted host directory"),
+	fileIO("seq-write-root", "seq-write", rootScratch, 1024, "1 GiB written sequentially in 1 MiB blocks, to the root file system"),
+	fileIO("seq-read-root", "seq-read", rootScratch, 1024, "1 GiB read sequentially in 1 MiB blocks, from the root file system"),
+	fileIO("rand-read-bind", "rand-read", dataDir, 200_000, "pread(2) of 4 KiB at random page offsets of a 256 MiB file on a bind mount"),
+	fileIO("open-stat-bind", "open-stat", dataDir, 100_000, "open, fstat and close of one of 10,000 files on a bind mount"),
+	fileIO("stat-bind", "stat", dataDir, 100_000, "stat(2) of one of 10,000 paths on a bind mount"),
+	fileIO("open-stat-root", "open-stat", rootScratch, 100_000, "open, fstat and close of one of 10,000 files on the root file system"),
+	fileIO("git-status-bind", "git-status", dataDir, 10, "git status in a 5,000-file repository on a bind mount", "/usr/bin/git"),
+	fileIO("untar-bind", "untar", dataDir, 3, "tar xf of a 100 MiB archive of 100 files, onto a bind mount", "/bin/tar"),
 	{
 		Name: "python3-pass", Kind: Wall, Unit: "ms",
 		What: "whole-container run of python3 -c pass: interpreter start-up, hundreds of file opens and mmaps",
 		Argv: []string{"/usr/bin/python3", "-c", "pass"}, Needs: []string{"/usr/bin/python3"},
 	},
+}
+
+// Where the fileio workloads work: the bind mount every container has at
+// /data (newSpec), and a directory of the root file system.
+const (
+	dataDir     = "/data"
+	rootScratch = "/scratch"
+)
+
+// fileIO is a workload of workloads/fileio.c in mode on dir.
+func fileIO(name, mode, dir string, iterations int64, what string, needs ...string) Workload {
+	units := map[string]string{"seq-write": "ms/GiB", "seq-read": "ms/GiB", "rand-read": "ns/op",
+		"open-stat": "us/op", "stat": "us/op", "git-status": "ms/op", "untar": "ms/op"}
+	return Workload{Name: name, Kind: Micro, Unit: units[mode], Program: "fileio", Iterations: iterations,
+		What: what, Args: []string{mode, dir, name}, WritableRoot: dir == rootScratch, Needs: needs}
 }
 
 // SelectWorkloads returns the workloads named, in table order, or all of them
@@ -109,7 +143,8 @@ func (w Workload) argv(iterations int64, budget time.Duration) []string {
 	if iterations <= 0 {
 		iterations = w.Iterations
 	}
-	return []string{programPath(w.Program), strconv.FormatInt(iterations, 10), strconv.FormatInt(budget.Milliseconds(), 10)}
+	argv := []string{programPath(w.Program), strconv.FormatInt(iterations, 10), strconv.FormatInt(budget.Milliseconds(), 10)}
+	return append(argv, w.Args...)
 }
 
 // programPath is where a built workload program lives in the rootfs.
