@@ -328,3 +328,27 @@ func TestProcSysHasTheLimitsProgramsRead(t *testing.T) {
 		}
 	})
 }
+
+func TestFDInfoOfAnInotifyHasALinePerWatchNewestFirst(t *testing.T) {
+	s := sandbox(t)
+	runIn(t, s, kerneltest.Init{}, func(g *fake.Guest) {
+		in, errno := g.Call(unix.SYS_INOTIFY_INIT1, 0)
+		if errno != 0 {
+			t.Errorf("inotify_init1: %v", errno)
+			return
+		}
+		g.Call(unix.SYS_INOTIFY_ADD_WATCH, in, g.CString("/tmp"), unix.IN_CREATE|unix.IN_DELETE)
+		g.Call(unix.SYS_INOTIFY_ADD_WATCH, in, g.CString("/bin"), unix.IN_OPEN|unix.IN_ONESHOT)
+		at := unix.AT_FDCWD
+		fd, _ := g.Call(unix.SYS_OPENAT, uintptr(at), g.CString("/tmp"), unix.O_RDONLY)
+		st := fstat(g, fd)
+		text := readProc(t, g, fmt.Sprintf("/proc/self/fdinfo/%d", in))
+		dev := uint64(unix.Major(st.Dev))<<20 | uint64(unix.Minor(st.Dev))
+		lines := regexp.MustCompile(`(?m)^inotify .*$`).FindAllString(text, -1)
+		want1 := fmt.Sprintf("inotify wd:1 ino:%x sdev:%x mask:300 ignored_mask:0 ", st.Ino, dev)
+		if len(lines) != 2 || !strings.HasPrefix(lines[0], "inotify wd:2 ") || !strings.HasSuffix(lines[0], " mask:80000020 ignored_mask:0 ") ||
+			lines[1] != want1 {
+			t.Errorf("inotify fdinfo lines %q; want wd 2 (IN_OPEN|IN_ONESHOT) then %q", lines, want1)
+		}
+	})
+}
