@@ -238,19 +238,17 @@ func (p *pair) readRaw(dst *vfs.IOSeq, want int) (int, error) {
 				deadline = time.Now().Add(vtime) // the timer between bytes
 			}
 		}
-		if done >= minimum || done == want || (!deadline.IsZero() && !time.Now().Before(deadline)) {
+		// VMIN and VTIME 0 return at once, with O_NONBLOCK too: 0, not
+		// EAGAIN.
+		if done >= minimum || done == want || (vmin == 0 && vtime == 0) ||
+			(!deadline.IsZero() && !time.Now().Before(deadline)) {
 			break
 		}
-		// O_NONBLOCK comes first: with VMIN and VTIME 0 too, an empty
-		// read is EAGAIN (as Linux 6 answers), not 0.
 		if dst.NonBlocking() {
 			if done == 0 {
 				p.mu.Unlock()
 				return 0, unix.EAGAIN
 			}
-			break
-		}
-		if vmin == 0 && vtime == 0 {
 			break
 		}
 		if err := p.wait(dst.Context(), &p.replicaQ, waiter.ReadableEvents|waiter.EventHUp, deadline); err != nil {
