@@ -56,16 +56,19 @@ func bindOf(from *Mount, root *Dentry, flags int) *Mount {
 // attached in orig at or below root, and of their mounts in turn.
 func copySubmounts(orig *Mount, root *Dentry, to *Mount) {
 	orig.mu.Lock()
+	all := make([]*Mount, 0, len(orig.children))
+	for _, c := range orig.children {
+		all = append(all, c)
+	}
+	orig.mu.Unlock()
 	var under []*Mount
-	for point, c := range orig.children {
-		renameMu.RLock()
-		below := isAncestor(root, point)
-		renameMu.RUnlock()
-		if below {
+	renameMu.RLock()
+	for _, c := range all {
+		if isAncestor(root, c.point) {
 			under = append(under, c)
 		}
 	}
-	orig.mu.Unlock()
+	renameMu.RUnlock()
 	// In the order they were made, so that the copies' ids keep it.
 	sort.Slice(under, func(i, j int) bool { return under[i].meta.id < under[j].meta.id })
 	for _, c := range under {
