@@ -45,6 +45,10 @@ func realChecks(t *testing.T, dir string) []realCheck {
 		{name: "python-alarm", args: python(pythonAlarm), stdout: "alarm 14\n"},
 		{name: "python-fork", args: python(pythonFork), stdout: "child exited 7\n"},
 		{name: "gcc-compile", args: bash(gccCompile), stdout: "sum 5050\n"},
+		// script(1) runs its command on a new pseudo-terminal (its
+		// controlling terminal), whose size is 0x0 with no terminal to
+		// copy it from; the pty's ONLCR makes the newlines \r\n.
+		{name: "script-pty", args: bash(`script -qc 'tty; stty size' /dev/null`), stdout: "/dev/pts/0\r\n0 0\r\n"},
 		{name: "make-twice", args: bash(makeTwice), stdout: makeTwiceOut},
 		{name: "git-commit", args: bash(gitCommit), stdout: gitCommitOut},
 		// An agent's work, in its bind-mounted workspace.
