@@ -43,14 +43,16 @@ func maps(t *kernel.Task) ([]byte, error) {
 // smapsRollup is /proc/<pid>/smaps_rollup: the memory of every mapping
 // summed, under a header spanning them all, in Linux's fields and order.
 // No page of a sandbox's process is counted as shared with another
-// (Pss is Rss); a file's resident pages count as clean, anonymous ones
-// (and a MAP_SHARED mapping of no file, Linux's shmem) as dirty.
+// (Pss is Rss) but the kernel's own ([vdso], [vvar]), which are shared
+// and clean as on Linux; a file's resident pages count as clean,
+// anonymous ones (and a MAP_SHARED mapping of no file, Linux's shmem) as
+// dirty.
 func smapsRollup(t *kernel.Task) ([]byte, error) {
 	ms := t.MM().Maps()
 	if len(ms) == 0 {
 		return nil, nil
 	}
-	var anon, file, shmem uint64
+	var anon, file, shmem, kernelPages uint64
 	for _, m := range ms {
 		res, err := t.MM().Residency(m.Start, m.End-m.Start)
 		if err != nil {
@@ -63,6 +65,8 @@ func smapsRollup(t *kernel.Task) ([]byte, error) {
 			}
 		}
 		switch {
+		case m.Name == "[vdso]" || m.Name == "[vvar]" || m.Name == "[vsyscall]":
+			kernelPages += n
 		case strings.HasPrefix(m.Name, "/") && !strings.HasSuffix(m.Name, " (deleted)"):
 			file += n
 		case m.Shared:
@@ -71,15 +75,16 @@ func smapsRollup(t *kernel.Task) ([]byte, error) {
 			anon += n
 		}
 	}
-	rss := anon + file + shmem
+	rss := anon + file + shmem + kernelPages
+	private := rss - kernelPages
 	var b strings.Builder
 	b.WriteString(mapsLine(ms[0].Start, ms[len(ms)-1].End, "---p", 0, "[rollup]"))
 	for _, f := range []struct {
 		name string
 		v    uint64
 	}{
-		{"Rss", rss}, {"Pss", rss}, {"Pss_Dirty", anon + shmem}, {"Pss_Anon", anon}, {"Pss_File", file},
-		{"Pss_Shmem", shmem}, {"Shared_Clean", 0}, {"Shared_Dirty", 0}, {"Private_Clean", file},
+		{"Rss", rss}, {"Pss", private}, {"Pss_Dirty", anon + shmem}, {"Pss_Anon", anon}, {"Pss_File", file},
+		{"Pss_Shmem", shmem}, {"Shared_Clean", kernelPages}, {"Shared_Dirty", 0}, {"Private_Clean", file},
 		{"Private_Dirty", anon + shmem}, {"Referenced", rss}, {"Anonymous", anon}, {"KSM", 0}, {"LazyFree", 0},
 		{"AnonHugePages", 0}, {"ShmemPmdMapped", 0}, {"FilePmdMapped", 0}, {"Shared_Hugetlb", 0},
 		{"Private_Hugetlb", 0}, {"Swap", 0}, {"SwapPss", 0}, {"Locked", min(t.MM().Usage().Locked, rss)},
