@@ -1,7 +1,9 @@
 // Package procfs is the sandbox's /proc: the processes of the sandbox's
-// kernel and facts about the (virtual) machine, generated when read. It
-// shows nothing of the host beyond what the sandbox's own kernel reports
-// elsewhere (uname, sysinfo).
+// kernel and facts about the (virtual) machine, generated when read. Of
+// the host it shows only what a runc container sees of it too and the
+// sandbox's kernel reports elsewhere: the CPUs the sentry may use
+// (cpuinfo, as sched_getaffinity counts them) and the memory figures
+// (meminfo, as sysinfo gives them) until the sandbox has limits of its own.
 package procfs
 
 import (
