@@ -156,3 +156,38 @@ func TestMakeMountPathMakesMissingParentsInTheTreeOnly(t *testing.T) {
 		t.Errorf("MakeMountPath under a file: %v, want ENOTDIR", err)
 	}
 }
+
+// volatileDir is a directory whose look-ups are never cached (as /proc's)
+// with one child, the same inode at every look-up.
+type volatileDir struct{ child *volatileDir }
+
+func (d *volatileDir) Stat() (vfs.Stat, error) {
+	return vfs.Stat{Ino: 7, Mode: unix.S_IFDIR | 0o555, Nlink: 2}, nil
+}
+func (d *volatileDir) Lookup(name string) (vfs.Inode, error) {
+	if name == "sys" && d.child != nil {
+		return d.child, nil
+	}
+	return nil, unix.ENOENT
+}
+func (d *volatileDir) ReadDir() ([]vfs.Dirent, error) { return nil, nil }
+func (d *volatileDir) Readlink() (string, error)      { return "", unix.EINVAL }
+func (d *volatileDir) Open(int) (vfs.FileImpl, error) { return nil, unix.EACCES }
+func (d *volatileDir) Volatile() bool                 { return true }
+
+func TestAMountOnAVolatileDirectorysChildIsFoundAtEachLookup(t *testing.T) {
+	tr := newTree(t)
+	tr.ok(vfs.Mkdir(root, tr.target("/proc"), 0o755))
+	if _, err := vfs.Attach(tr.path("/proc"), vfs.NewRoot(&volatileDir{child: &volatileDir{}}), "proc", 0); err != nil {
+		t.Fatal(err)
+	}
+	p := tr.path("/proc/sys")
+	if _, err := vfs.BindMount(p, p, unix.MS_RDONLY); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if got := tr.path("/proc/sys"); got.Mount.Flags&unix.MS_RDONLY == 0 {
+			t.Errorf("look-up %d of /proc/sys does not reach the read-only bind on it", i)
+		}
+	}
+}
