@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,6 +44,17 @@ func openPTY() (master, replica *os.File, err error) {
 		return nil, nil, fmt.Errorf("open pty replica: %w", err)
 	}
 	return master, replica, nil
+}
+
+// consoleProcAttr starts the sentry as the leader of a new session whose
+// controlling terminal is its stdin, the console's replica (which must be
+// opened without O_NOCTTY's effect elsewhere: the CLI's own session never
+// acquires it). The host terminal then tells the sentry of resizes with
+// SIGWINCH and of its master's close with SIGHUP; the sentry puts it in raw
+// mode, so no key makes a host signal: job control is the guest's own pty's
+// (sentry/fs/devpts/console.go).
+func consoleProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 }
 
 // sendConsole hands master to whoever listens on the console socket, in the

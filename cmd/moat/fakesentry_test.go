@@ -146,8 +146,8 @@ func runFakeProgram(program []string) (status int, exits bool) {
 }
 
 // sentryContractProblem checks what `moat boot` is promised: the setup, the
-// descriptors, its own process group, no environment, and the gofer at the
-// other end of fd 3.
+// descriptors, its own process group (with a terminal, the session the
+// console controls), no environment, and the gofer at the other end of fd 3.
 func sentryContractProblem(setup *control.Setup) string {
 	switch {
 	case setup.ID == "" || setup.Spec == nil || setup.Spec.Process == nil:
@@ -162,7 +162,17 @@ func sentryContractProblem(setup *control.Setup) string {
 	if pgid, _ := unix.Getpgid(0); pgid != os.Getpid() {
 		return "not in a process group of its own"
 	}
-	if sid, _ := unix.Getsid(0); sid == os.Getpid() {
+	sid, _ := unix.Getsid(0)
+	switch terminal := setup.Spec.Process.Terminal; {
+	case terminal && sid != os.Getpid():
+		return "terminal:true but not the leader of a session of its own"
+	case terminal:
+		// The console's host terminal controls that session, with the
+		// sentry in the foreground: its resizes reach the sentry.
+		if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err != nil || fg != os.Getpid() {
+			return fmt.Sprintf("terminal:true but the console is not its controlling terminal (TIOCGPGRP %d, %v)", fg, err)
+		}
+	case sid == os.Getpid():
 		return "in a session of its own, the gofer's setting"
 	}
 	if listening, err := unix.GetsockoptInt(control.BootControlFD, unix.SOL_SOCKET, unix.SO_ACCEPTCONN); err != nil || listening != 1 {

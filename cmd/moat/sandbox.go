@@ -122,6 +122,11 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	sb.sentry.Stdin, sb.sentry.Stdout, sb.sentry.Stderr = stdio[0], stdio[1], stdio[2]
 	sb.sentry.ExtraFiles = childFDs(sentryFDs)
 	sb.sentry.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if b.Spec.Process != nil && b.Spec.Process.Terminal {
+		// The console: the sentry leads the session its host terminal
+		// controls, so that a resize reaches it as SIGWINCH (console.go).
+		sb.sentry.SysProcAttr = consoleProcAttr()
+	}
 	if err := sb.sentry.Start(); err != nil {
 		return nil, fmt.Errorf("start sentry: %w", err)
 	}

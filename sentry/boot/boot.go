@@ -87,6 +87,11 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	if init.Stdio, err = stdioFiles(); err != nil {
 		return nil, err
 	}
+	if spec.Process.Terminal {
+		if err := attachConsole(root, &init); err != nil {
+			return nil, err
+		}
+	}
 	if err := k.CreateInit(init); err != nil {
 		return nil, err
 	}
