@@ -60,7 +60,7 @@ var table = [...]Entry{
 	13:  full("rt_sigaction", RtSigaction),
 	14:  full("rt_sigprocmask", RtSigprocmask),
 	15:  full("rt_sigreturn", RtSigreturn),
-	16:  partial("ioctl", Ioctl, "terminals answer TCGETS, TCSETS*, TIOCGWINSZ, TIOCSWINSZ, TIOCGPGRP, TIOCSPGRP; other files ENOTTY"),
+	16:  partial("ioctl", Ioctl, "ptys answer the termios, window-size, flow, flush, FIONREAD and pty requests (TIOCGPTN, TIOCSPTLCK, TIOCGPTPEER) and job control's (TIOCSCTTY, TIOCNOTTY, TIOCGPGRP, TIOCSPGRP, TIOCGSID); no packet mode (TIOCPKT) or TIOCSTI; a host terminal that is not the console forwards TCGETS, TCSETS*, TIOCGWINSZ and TIOCSWINSZ; other files ENOTTY"),
 	17:  full("pread64", Pread64),
 	18:  full("pwrite64", Pwrite64),
 	19:  full("readv", Readv),
