@@ -272,3 +272,32 @@ func donated(oob []byte) ([]int, error) {
 	}
 	return fds, nil
 }
+
+// WalkEntry is one entry of WalkDir's answer: a node for it, to be released
+// once, and its attributes.
+type WalkEntry struct {
+	Name string
+	Node NodeID
+	Attr Attr
+}
+
+// WalkDir walks every entry of directory dir at once. complete says the
+// entries are all the directory has (so a name not among them is not
+// there); a directory too large for one answer gives complete false, with
+// what fitted or nothing.
+func (c *Client) WalkDir(dir NodeID) (entries []WalkEntry, complete bool, err error) {
+	_, err = c.call(request(opWalkDir, dir), false, func(d *decoder) {
+		complete = d.u8() == 1
+		for !d.bad && !d.empty() {
+			var e WalkEntry
+			e.Node = NodeID(d.u64())
+			e.Attr = d.attr()
+			e.Name = d.name16()
+			entries = append(entries, e)
+		}
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return entries, complete, nil
+}

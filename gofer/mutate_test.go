@@ -391,3 +391,45 @@ func TestAFileCanBeTheRoot(t *testing.T) {
 	_, err = c.Open(RootNode, unix.O_RDONLY)
 	wantErrno(t, "open of a replaced file root", err, unix.ESTALE)
 }
+
+func TestWalkDirWalksEveryEntry(t *testing.T) {
+	root := tree(t)
+	c := serveTree(t, root, false)
+	entries, complete, err := c.WalkDir(RootNode)
+	must(t, err)
+	if !complete {
+		t.Error("a small directory's walk is incomplete")
+	}
+	want, _ := os.ReadDir(root)
+	if len(entries) != len(want) {
+		t.Fatalf("%d entries, want %d", len(entries), len(want))
+	}
+	for _, e := range entries {
+		var st unix.Stat_t
+		must(t, unix.Lstat(filepath.Join(root, e.Name), &st))
+		if e.Attr.Ino != st.Ino || e.Attr.Mode != st.Mode {
+			t.Errorf("%s: attr %+v, host ino %d mode %o", e.Name, e.Attr, st.Ino, st.Mode)
+		}
+		if e.Attr.Mode&unix.S_IFMT == unix.S_IFREG {
+			fd, err := c.Open(e.Node, unix.O_RDONLY)
+			must(t, err)
+			unix.Close(fd)
+		}
+	}
+	// A symlink's node is the link's, never its target's.
+	for _, e := range entries {
+		if e.Name == "link-abs" && e.Attr.Mode&unix.S_IFMT != unix.S_IFLNK {
+			t.Errorf("link-abs walked to mode %o", e.Attr.Mode)
+		}
+	}
+	big := t.TempDir()
+	for i := 0; i < maxWalkDir+1; i++ {
+		must(t, os.WriteFile(filepath.Join(big, strconv.Itoa(i)), nil, 0o644))
+	}
+	cb := serveTree(t, big, true)
+	entries, complete, err = cb.WalkDir(RootNode)
+	must(t, err)
+	if complete || len(entries) != 0 {
+		t.Errorf("a directory of %d entries: %d entries, complete %v; want none, incomplete", maxWalkDir+1, len(entries), complete)
+	}
+}

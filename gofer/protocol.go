@@ -41,6 +41,8 @@ import (
 //	                                                 none
 //	opListXattr node u64                             names, each NUL-terminated
 //	opRemoveXattr node u64, name                     none
+//	opWalkDir   dir u64                              complete u8, then per entry:
+//	                                                 node u64, attr, name length u16, name
 //
 // A name or link target that ends its message fills the rest of it, so it
 // carries no length of its own. An attr is encoded by appendAttr, a setattr
@@ -70,6 +72,7 @@ const (
 	opSetXattr
 	opListXattr
 	opRemoveXattr
+	opWalkDir
 )
 
 const (
@@ -84,6 +87,10 @@ const (
 
 	// maxName is NAME_MAX: no host file system accepts a longer component.
 	maxName = 255
+
+	// maxWalkDir is the most entries opWalkDir walks: a larger directory
+	// is answered incomplete, with none.
+	maxWalkDir = 1024
 )
 
 // NodeID names a host file the gofer holds open (O_PATH) for one client.
@@ -124,6 +131,9 @@ func attrOf(st *unix.Stat_t) Attr {
 }
 
 var le = binary.LittleEndian
+
+// attrSize is an encoded attr's length.
+const attrSize = 3*8 + 4 + 8 + 2*4 + 3*8 + 3*16
 
 func appendAttr(b []byte, a *Attr) []byte {
 	b = le.AppendUint64(b, a.Ino)

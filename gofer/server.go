@@ -238,6 +238,11 @@ func (s *session) handle(req []byte) (answer []byte, fd int) {
 		if err = d.check(); err == nil {
 			err = s.setXattr(id, flags, name, value)
 		}
+	case opWalkDir:
+		id := NodeID(d.u64())
+		if err = d.check(); err == nil {
+			err = s.walkDir(id)
+		}
 	case opListXattr:
 		id := NodeID(d.u64())
 		if err = d.check(); err == nil {

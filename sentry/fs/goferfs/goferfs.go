@@ -66,6 +66,10 @@ type inode struct {
 	nodeMu sync.Mutex
 	other  []gofer.NodeID
 
+	// A directory's walk, for its look-ups (prefetch.go).
+	pfMu sync.Mutex
+	pf   prefetch
+
 	// attr is the file's attributes as last seen; stale says a change
 	// since made them old, to be asked again at the next Stat.
 	attrMu sync.Mutex
@@ -171,7 +175,7 @@ func (i *inode) Lookup(name string) (vfs.Inode, error) {
 	if i.typ != unix.S_IFDIR {
 		return nil, unix.ENOTDIR
 	}
-	n, a, err := i.fs.client.Walk(i.node, name)
+	n, a, err := i.lookupNode(name)
 	if err != nil {
 		return nil, err
 	}

@@ -204,3 +204,43 @@ func TestExtendedAttributesAreTheHostFiles(t *testing.T) {
 		t.Errorf("after removexattr the host has it: %v", err)
 	}
 }
+
+// TestADirectoryWalkAnswersItsLookups: after a second miss in a
+// directory, it is walked whole; its entries are found with their
+// attributes, and a name the walk did not see is absent (on a read-only
+// tree, for good; the host adds one behind it to show it).
+func TestADirectoryWalkAnswersItsLookups(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"a", "b", "c"} {
+		ok(t, os.WriteFile(filepath.Join(dir, n), []byte(n), 0o640))
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	ok(t, err)
+	go func() { gofer.Serve(fds[1], dir, true); unix.Close(fds[1]) }()
+	c := gofer.NewClient(fds[0])
+	t.Cleanup(func() { c.Close() })
+	rd, err := New(c, testMem(t), true)
+	ok(t, err)
+	root := rd.Inode()
+	for _, n := range []string{"a", "b"} { // the second miss walks the directory
+		if _, err := root.Lookup(n); err != nil {
+			t.Fatalf("lookup %s: %v", n, err)
+		}
+	}
+	ok(t, os.WriteFile(filepath.Join(dir, "late"), nil, 0o644))
+	if _, err := root.Lookup("late"); err != unix.ENOENT {
+		t.Errorf("a name added after the walk of a read-only tree: %v, want ENOENT", err)
+	}
+	ino, err := root.Lookup("c")
+	ok(t, err)
+	st, err := ino.Stat()
+	ok(t, err)
+	var host unix.Stat_t
+	ok(t, unix.Lstat(filepath.Join(dir, "c"), &host))
+	if st.Ino != host.Ino || st.Mode != host.Mode || st.Size != 1 {
+		t.Errorf("c from the walk: %+v, host ino %d mode %o", st, host.Ino, host.Mode)
+	}
+	f, err := ino.Open(unix.O_RDONLY)
+	ok(t, err)
+	f.Release()
+}

@@ -23,6 +23,7 @@ var (
 // Create implements vfs.DirWriter. The gofer's read-write descriptor for
 // the new file serves the open that follows.
 func (i *inode) Create(name string, mode, uid, gid uint32) (vfs.Inode, error) {
+	i.forget(name)
 	n, a, fd, err := i.fs.client.Create(i.node, name, mode, uid, gid)
 	if err != nil {
 		return nil, err
@@ -55,7 +56,7 @@ func (f *fs) hostFile(fd int) (*host.Regular, error) {
 // Mkdir implements vfs.DirWriter.
 func (i *inode) Mkdir(name string, mode, uid, gid uint32) (vfs.Inode, error) {
 	n, a, err := i.fs.client.Mkdir(i.node, name, mode, uid, gid)
-	return i.made(n, a, err)
+	return i.made(name, n, a, err)
 }
 
 // Mknod implements vfs.DirWriter: regular files, FIFOs (whose pipe the
@@ -68,16 +69,17 @@ func (i *inode) Mknod(name string, mode uint32, rdev uint64, uid, gid uint32) (v
 		return nil, unix.EPERM
 	}
 	n, a, err := i.fs.client.Mknod(i.node, name, mode, uid, gid)
-	return i.made(n, a, err)
+	return i.made(name, n, a, err)
 }
 
 // Symlink implements vfs.DirWriter.
 func (i *inode) Symlink(name, target string, uid, gid uint32) (vfs.Inode, error) {
 	n, a, err := i.fs.client.Symlink(i.node, name, target, uid, gid)
-	return i.made(n, a, err)
+	return i.made(name, n, a, err)
 }
 
-func (i *inode) made(n gofer.NodeID, a gofer.Attr, err error) (vfs.Inode, error) {
+func (i *inode) made(name string, n gofer.NodeID, a gofer.Attr, err error) (vfs.Inode, error) {
+	i.forget(name)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +93,7 @@ func (i *inode) Link(name string, target vfs.Inode) error {
 	if !ok || t.fs != i.fs {
 		return unix.EXDEV
 	}
+	i.forget(name)
 	n, a, err := i.fs.client.Link(i.node, t.node, name)
 	if err != nil {
 		return err
@@ -111,6 +114,7 @@ func (i *inode) Unlink(name string) error { return i.remove(name, 0) }
 func (i *inode) Rmdir(name string) error { return i.remove(name, unix.AT_REMOVEDIR) }
 
 func (i *inode) remove(name string, flags int) error {
+	i.forget(name)
 	if err := i.fs.client.Unlink(i.node, name, flags); err != nil {
 		return err
 	}
@@ -124,6 +128,8 @@ func (i *inode) Rename(oldName string, newDir vfs.Inode, newName string, flags u
 	if !ok || nd.fs != i.fs {
 		return unix.EXDEV
 	}
+	i.forget(oldName)
+	nd.forget(newName)
 	if err := i.fs.client.Rename(i.node, oldName, nd.node, newName, flags); err != nil {
 		return err
 	}

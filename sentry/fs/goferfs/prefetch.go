@@ -1,0 +1,93 @@
+package goferfs
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/gofer"
+)
+
+// A directory in which look-ups miss more than once is walked whole, in
+// one round trip (gofer's WalkDir): git status lstat's every file of each
+// directory, a dynamic loader and an interpreter probe dozens of names,
+// and each would otherwise be a round trip of its own. The first miss is a
+// single walk, so that the directories a path merely passes through are
+// not walked whole.
+
+// negativeTTL is how long a writable tree's walk is trusted to say a name
+// is absent: the host may add names behind the sandbox (a read-only tree,
+// an image, never changes).
+const negativeTTL = 2 * time.Second
+
+// prefetch is what the walk of a directory told of its entries not yet
+// looked up.
+type prefetch struct {
+	misses   int // look-ups that went to the gofer before the walk
+	walked   bool
+	complete bool // entries are every one the directory had
+	at       time.Time
+	entries  map[string]gofer.WalkEntry
+}
+
+// prefetched answers a look-up of name from the directory's walk: known
+// says the walk knew (found or not); an entry found is handed over once.
+func (i *inode) prefetched(name string) (e gofer.WalkEntry, found, known bool) {
+	i.pfMu.Lock()
+	defer i.pfMu.Unlock()
+	pf := &i.pf
+	if !pf.walked {
+		if pf.misses++; pf.misses < 2 {
+			return e, false, false
+		}
+		pf.walked = true
+		entries, complete, err := i.fs.client.WalkDir(i.node)
+		if err != nil {
+			return e, false, false
+		}
+		pf.complete, pf.at = complete, time.Now()
+		pf.entries = make(map[string]gofer.WalkEntry, len(entries))
+		for _, e := range entries {
+			pf.entries[e.Name] = e
+		}
+	}
+	if e, ok := pf.entries[name]; ok {
+		delete(pf.entries, name)
+		return e, true, true
+	}
+	if pf.complete && (i.fs.readonly || time.Since(pf.at) < negativeTTL) {
+		return e, false, true
+	}
+	return e, false, false
+}
+
+// lookupNode finds name in directory i: from its walk, or by a walk of
+// its own.
+func (i *inode) lookupNode(name string) (gofer.NodeID, gofer.Attr, error) {
+	if e, found, known := i.prefetched(name); known {
+		if !found {
+			return 0, gofer.Attr{}, unix.ENOENT
+		}
+		return e.Node, e.Attr, nil
+	}
+	return i.fs.client.Walk(i.node, name)
+}
+
+// forget drops what the walk of directory i told of names, which a change
+// the sandbox made has made old (a name the walk saw may have been looked up
+// before it, and removed since without a look-up). An entry never handed
+// over gives its node back.
+func (i *inode) forget(names ...string) {
+	i.pfMu.Lock()
+	var unused []gofer.NodeID
+	for _, n := range names {
+		if e, ok := i.pf.entries[n]; ok {
+			unused = append(unused, e.Node)
+			delete(i.pf.entries, n)
+		}
+	}
+	i.pfMu.Unlock()
+	if len(unused) > 0 {
+		i.fs.client.Release(unused...)
+	}
+}
