@@ -21,7 +21,6 @@ const (
 const (
 	areaFiles      = "the file system, issue #9"
 	areaXattr      = "extended attributes, with the file system, issue #9"
-	areaSplice     = "splice and in-kernel copies, with the file system, issue #9"
 	areaSeccomp    = "guest seccomp filters, issue #10"
 	areaNet        = "sockets and networking, issue #11"
 	areaSysV       = "System V IPC, issue #14"
@@ -319,10 +318,10 @@ var table = [...]Entry{
 	272: notYet("unshare", areaNamespaces),
 	273: full("set_robust_list", SetRobustList),
 	274: full("get_robust_list", GetRobustList),
-	275: notYet("splice", areaSplice),
-	276: notYet("tee", areaSplice),
+	275: full("splice", Splice),
+	276: full("tee", Tee),
 	277: notYet("sync_file_range", "cache hints and writeback: the file system, issue #9"),
-	278: notYet("vmsplice", areaSplice),
+	278: full("vmsplice", Vmsplice),
 	279: byDesign("move_pages", unix.ENOSYS, noteOneNode),
 	280: full("utimensat", Utimensat),
 	281: full("epoll_pwait", EpollPwait),
@@ -370,7 +369,7 @@ var table = [...]Entry{
 	323: notYet("userfaultfd", "userfaultfd, issue #14"),
 	324: notYet("membarrier", "membarrier, issue #14"),
 	325: notYet("mlock2", areaMemory),
-	326: notYet("copy_file_range", areaSplice),
+	326: full("copy_file_range", CopyFileRange),
 	327: notYet("preadv2", areaFiles),
 	328: notYet("pwritev2", areaFiles),
 	329: byDesign("pkey_mprotect", unix.EINVAL, "no protection keys, as on a CPU without them, where Linux answers EINVAL for any key but -1 (with which the call is mprotect)"),
