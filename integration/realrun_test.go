@@ -39,6 +39,10 @@ type realRunner struct {
 	// workspace is the host directory bind-mounted at /work, as an
 	// agent's workspace is: emptied before each run.
 	workspace string
+	// writableRoot makes the root file system writable (realSpec's is
+	// read-only): moat's overlay then keeps the image clean, and runc
+	// must be given a rootfs that is an overlay of its own.
+	writableRoot bool
 }
 
 func newMoatRunner(t *testing.T, rootfs string) *realRunner {
@@ -85,7 +89,9 @@ func realSpec(rootfs, workspace string, args []string) *specs.Spec {
 func (r *realRunner) newContainer(t *testing.T, args []string) string {
 	r.runs++
 	clearDir(t, r.workspace)
-	must(t, ocirun.WriteSpec(r.bundle, realSpec(r.rootfs, r.workspace, args)))
+	spec := realSpec(r.rootfs, r.workspace, args)
+	spec.Root.Readonly = !r.writableRoot
+	must(t, ocirun.WriteSpec(r.bundle, spec))
 	// The pid keeps ids apart between test processes: runc names cgroups,
 	// which are machine-wide, after the id.
 	return fmt.Sprintf("realprogs-%d-%d", os.Getpid(), r.runs)
