@@ -16,12 +16,9 @@ import (
 	"github.com/moat-sandbox/moat/sentry/waiter"
 )
 
-// Limits, as /proc/sys/fs/inotify shows them (Linux's defaults).
-const (
-	MaxQueuedEvents  = 16384
-	MaxUserInstances = 128
-	MaxUserWatches   = 65536
-)
+// MaxQueuedEvents is the queue's length, as /proc/sys/fs/inotify shows it
+// (Linux's default).
+const MaxQueuedEvents = 16384
 
 // eventSize is sizeof(struct inotify_event) before the name.
 const eventSize = 16

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/sentry/fs/inotify"
 	"github.com/moat-sandbox/moat/sentry/fs/pipe"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/mm"
@@ -68,7 +69,7 @@ func (f *fs) sysDir() *node {
 			dir("fs", number("fs/nr_open", 1<<20), number("fs/file-max", 9223372036854775807),
 				number("fs/pipe-max-size", pipe.MaxSize),
 				dir("fs/inotify", number("fs/inotify/max_user_watches", 8192),
-					number("fs/inotify/max_user_instances", 128), number("fs/inotify/max_queued_events", 16384))),
+					number("fs/inotify/max_user_instances", 128), number("fs/inotify/max_queued_events", inotify.MaxQueuedEvents))),
 			dir("net", dir("net/core", number("net/core/somaxconn", 4096))),
 		}
 	})
