@@ -86,6 +86,17 @@ func notifyAttr(d *Dentry, a *Attr) {
 	}
 }
 
+// notifyXattr reports a change of extended attributes (IN_ATTRIB, as
+// Linux's fsnotify_xattr).
+func notifyXattr(d *Dentry) {
+	if !watching() || d == nil {
+		return
+	}
+	if id, ok := inodeID(d.inode); ok {
+		notifyDentry(d, unix.IN_ATTRIB|dirFlag(d.isDir), id, nil)
+	}
+}
+
 // events collects what a change of names reports, to send once the
 // change's locks are released (a deferred send registered before them).
 type events struct {

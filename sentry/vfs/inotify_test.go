@@ -252,3 +252,16 @@ func TestWatchMasksFollowMaskAddMaskCreateAndOneshot(t *testing.T) {
 	tr.ok(vfs.RemoveWatch(r, wd2))
 	expectEvents(t, r, "inotify_rm_watch", fmt.Sprintf("%d IGNORED", wd2))
 }
+
+func TestAChangeOfExtendedAttributesIsIN_ATTRIB(t *testing.T) {
+	tr := newTree(t)
+	r := &recorder{}
+	defer vfs.RemoveOwner(r)
+	tr.create(root, "/tmp/f", 0o644)
+	tr.watch(r, "/tmp", unix.IN_ATTRIB)
+	target, err := vfs.XattrTargetOf(tr.path("/tmp/f"))
+	tr.ok(err)
+	tr.ok(vfs.SetXattr(root, target, "user.k", []byte("v"), 0))
+	tr.ok(vfs.RemoveXattr(root, target, "user.k"))
+	expectEvents(t, r, "setxattr, removexattr", "1 ATTRIB f\n1 ATTRIB f")
+}

@@ -93,6 +93,7 @@ type XattrTarget struct {
 	Stat     Stat
 	Store    XattrInode
 	ReadOnly bool
+	dentry   *Dentry // for inotify's IN_ATTRIB, when it has a name
 }
 
 // XattrTargetOf is the target for the file at p.
@@ -102,7 +103,7 @@ func XattrTargetOf(p Path) (XattrTarget, error) {
 		return XattrTarget{}, err
 	}
 	x, _ := p.Dentry.inode.(XattrInode)
-	return XattrTarget{Stat: st, Store: x, ReadOnly: p.Mount.Flags&unix.MS_RDONLY != 0}, nil
+	return XattrTarget{Stat: st, Store: x, ReadOnly: p.Mount.Flags&unix.MS_RDONLY != 0, dentry: p.Dentry}, nil
 }
 
 // GetXattr implements getxattr(2).
@@ -152,7 +153,11 @@ func (c *Creds) writeXattr(t XattrTarget, name string, change func() error) erro
 	if t.Store == nil {
 		return unix.EOPNOTSUPP
 	}
-	return change()
+	if err := change(); err != nil {
+		return err
+	}
+	notifyXattr(t.dentry)
+	return nil
 }
 
 // ListXattr implements listxattr(2): the names the caller may see, each
