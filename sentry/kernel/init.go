@@ -9,7 +9,8 @@ import (
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
-// InitSpec describes the sandbox's first process.
+// InitSpec describes a process made from outside the sandbox: its first
+// (init), or one that `moat exec` starts (StartProcess).
 type InitSpec struct {
 	Argv   []string
 	Env    []string
@@ -22,6 +23,9 @@ type InitSpec struct {
 	Limits map[int]Limit
 	// Stdio are the files for fds 0, 1 and 2.
 	Stdio [3]*vfs.File
+	// ExtraFiles are the files for fds 3 onwards (runc's --preserve-fds,
+	// LISTEN_FDS socket activation); nil entries stay closed.
+	ExtraFiles []*vfs.File
 	// Capability sets (bit masks) the process starts with, and whether it
 	// may gain privileges (no_new_privs).
 	CapEffective, CapPermitted, CapInheritable, CapBounding uint64
@@ -39,8 +43,26 @@ func (e *InitError) Error() string { return e.Msg }
 
 // CreateInit builds pid 1 from s, ready for Start.
 func (k *Kernel) CreateInit(s InitSpec) error {
+	tg, t, err := k.buildProcess(s)
+	if err != nil {
+		return err
+	}
+	k.treeMu.Lock()
+	tg.pid, t.tid = 1, 1
+	tg.pgid, tg.sid = 1, 1
+	k.registerLocked(tg, s.Console)
+	k.nextTID = 2
+	k.init = tg
+	k.treeMu.Unlock()
+	return nil
+}
+
+// buildProcess makes the process s describes, with one task, loaded and
+// ready to run but not yet in the process tree and with no pid: init's
+// and those `moat exec` starts are made the same way.
+func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 	if len(s.Argv) == 0 {
-		return &InitError{"process.args is empty"}
+		return nil, nil, &InitError{"process.args is empty"}
 	}
 	root := k.Root
 	cwd, err := vfs.Resolver{Root: root, Start: root}.Lookup(s.Cwd, true)
@@ -48,7 +70,7 @@ func (k *Kernel) CreateInit(s InitSpec) error {
 		err = unix.ENOTDIR
 	}
 	if err != nil {
-		return &InitError{fmt.Sprintf("chdir to cwd (%q) set in config.json failed: %v", s.Cwd, err)}
+		return nil, nil, &InitError{fmt.Sprintf("chdir to cwd (%q) set in config.json failed: %v", s.Cwd, err)}
 	}
 	fs := NewFSContext(root, cwd, s.Umask)
 	creds := NewCredentials(s.UID, s.GID, s.Groups)
@@ -58,23 +80,21 @@ func (k *Kernel) CreateInit(s InitSpec) error {
 
 	name, err := k.findExecutable(res, s.Argv[0], s.Env)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	img, err := k.loadProgram(ExecTarget{Res: res, Name: name, Cwd: res}, creds, s.Argv, s.Env)
 	if err != nil {
-		return &InitError{fmt.Sprintf("exec %q: %v", s.Argv[0], err)}
+		return nil, nil, &InitError{fmt.Sprintf("exec %q: %v", s.Argv[0], err)}
 	}
 	ctx, err := k.attachFresh(img.mm)
 	if err != nil {
 		img.mm.Release()
-		return fmt.Errorf("init: %w", err)
+		return nil, nil, fmt.Errorf("new process: %w", err)
 	}
 
-	tg := newThreadGroup(k, 1, &SigHand{})
-	tg.pgid, tg.sid = 1, 1
+	tg := newThreadGroup(k, 0, &SigHand{})
 	if s.Console != nil {
 		s.Console.k.Store(k)
-		s.Console.sid, s.Console.fg = 1, 1
 		tg.tty = s.Console
 	}
 	limits := DefaultLimits()
@@ -85,7 +105,7 @@ func (k *Kernel) CreateInit(s InitSpec) error {
 	}
 	tg.limits.setAll(limits)
 	t := newTask(k, tg)
-	t.tid, t.regs, t.ctx, t.mm, t.exe, t.comm = 1, img.regs, ctx, img.mm, img.exe, img.comm
+	t.regs, t.ctx, t.mm, t.exe, t.comm = img.regs, ctx, img.mm, img.exe, img.comm
 	t.fds, t.fs, t.creds = NewFDTable(), fs, creds
 	t.prctl.NoNewPrivs = s.NoNewPrivs
 	t.mm.SetLimitAS(tg.limitAS)
@@ -95,16 +115,28 @@ func (k *Kernel) CreateInit(s InitSpec) error {
 			t.fds.InstallAt(int32(fd), f, false, limits[unix.RLIMIT_NOFILE].Cur)
 		}
 	}
+	for fd, f := range s.ExtraFiles {
+		if f != nil {
+			t.fds.InstallAt(int32(3+fd), f, false, limits[unix.RLIMIT_NOFILE].Cur)
+		}
+	}
 	tg.tasks = []*Task{t}
-	k.treeMu.Lock()
-	k.tasks[1] = t
+	return tg, t, nil
+}
+
+// registerLocked enters tg, whose pid and task's tid are set, into the
+// process tree (treeMu held) as the leader of its own session and process
+// group, with console as its controlling terminal when there is one.
+func (k *Kernel) registerLocked(tg *ThreadGroup, console *TTY) {
+	t := tg.tasks[0]
+	tg.pgid, tg.sid = tg.pid, tg.pid
+	if console != nil {
+		console.sid, console.fg = tg.pid, tg.pid
+	}
+	k.tasks[t.tid] = t
 	t.nprocUID = t.creds.UID
 	k.countTaskLocked(t, 1)
-	k.tgs[1] = tg
-	k.nextTID = 2
-	k.init = tg
-	k.treeMu.Unlock()
-	return nil
+	k.tgs[tg.pid] = tg
 }
 
 // findExecutable applies execvp's rule, as runc does for process.args[0]:

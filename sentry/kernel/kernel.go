@@ -67,6 +67,7 @@ type Kernel struct {
 	init    *ThreadGroup
 
 	futexes futexTable
+	freezer freezer // pause.go
 
 	done       chan struct{} // closed when the sandbox ends
 	doneOnce   sync.Once

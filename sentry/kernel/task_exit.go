@@ -159,6 +159,9 @@ func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 	}
 	if tg.parent != nil {
 		signals = tg.tellParentLocked(status, signals)
+	} else if tg.outsideDone != nil {
+		tg.reapLocked()
+		close(tg.outsideDone)
 	}
 	if len(signals) > 0 {
 		go func() {

@@ -18,8 +18,12 @@ var ErrNoReturn = errors.New("no syscall return value")
 // locks, and one atomic flag says whether signals need a look.
 func (t *Task) run() {
 	for {
-		if t.check.Load() {
+		if t.check.Load() || t.k.freezer.frozen.Load() {
 			t.handleSignals()
+			if t.k.freezer.frozen.Load() { // `moat pause` (pause.go)
+				t.waitThawed()
+				continue
+			}
 		}
 		if t.exiting.Load() {
 			break

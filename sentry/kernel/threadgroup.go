@@ -30,6 +30,10 @@ type ThreadGroup struct {
 	// for RLIMIT_NPROC, until it is reaped.
 	zombieNproc    bool
 	zombieNprocUID uint32
+	// outsideDone, for a process started from outside the sandbox
+	// (exec_process.go), is closed when it ends: it has no parent to reap
+	// it, so it is reaped then.
+	outsideDone chan struct{}
 
 	// Guarded by mu: tasks, signals, exit and stop state.
 	mu      sync.Mutex
