@@ -10,6 +10,7 @@ const (
 	noteStatfs    = "tmpfs reports its size and use, the gofer's trees the host file system's figures"
 	noteXattr     = "user., trusted. and security. attributes, on regular files and directories of the gofer's trees and on any tmpfs file; system. (POSIX ACLs) answers EOPNOTSUPP"
 	noteInotify   = "events for what the guest does through the sentry; changes the host makes behind a bind mount are not seen, nor writes through shared mappings (Linux reports neither); max_user_watches and max_user_instances are not enforced"
+	noteSched     = "policies, priorities and nice values are kept per thread and reported as Linux reports them; the host schedules every guest thread alike"
 	noteMapEOF    = "a file's pages past its end when mapped stay SIGBUS if the file grows later, and a tmpfs size limit does not count pages first written through a mapping"
 
 	noteMountsInside = "until mounts inside the sandbox's own tree (issue #14)"
@@ -27,7 +28,6 @@ const (
 	areaMQ         = "POSIX message queues, issue #14"
 	areaTimers     = "POSIX timers, issue #14"
 	areaPtrace     = "ptrace inside the sandbox, issue #14"
-	areaSched      = "scheduling and priorities, issue #14"
 	areaProcAttr   = "process attributes, issue #14"
 	areaPidfd      = "pidfds, issue #14"
 	areaNamespaces = "namespaces and mounts inside the sandbox, issue #14"
@@ -183,15 +183,15 @@ var table = [...]Entry{
 	137: partial("statfs", Statfs, noteStatfs),
 	138: partial("fstatfs", Fstatfs, noteStatfs),
 	139: notYet("sysfs", "legacy file system queries, issue #14"),
-	140: notYet("getpriority", areaSched),
-	141: notYet("setpriority", areaSched),
-	142: notYet("sched_setparam", areaSched),
-	143: notYet("sched_getparam", areaSched),
-	144: notYet("sched_setscheduler", areaSched),
-	145: notYet("sched_getscheduler", areaSched),
-	146: notYet("sched_get_priority_max", areaSched),
-	147: notYet("sched_get_priority_min", areaSched),
-	148: notYet("sched_rr_get_interval", areaSched),
+	140: partial("getpriority", Getpriority, noteSched),
+	141: partial("setpriority", Setpriority, noteSched),
+	142: partial("sched_setparam", SchedSetparam, noteSched),
+	143: full("sched_getparam", SchedGetparam),
+	144: partial("sched_setscheduler", SchedSetscheduler, noteSched),
+	145: full("sched_getscheduler", SchedGetscheduler),
+	146: full("sched_get_priority_max", SchedGetPriorityMax),
+	147: full("sched_get_priority_min", SchedGetPriorityMin),
+	148: full("sched_rr_get_interval", SchedRrGetInterval),
 	149: full("mlock", Mlock),
 	150: full("munlock", Munlock),
 	151: full("mlockall", Mlockall),
@@ -246,7 +246,7 @@ var table = [...]Entry{
 	200: full("tkill", Tkill),
 	201: full("time", Time),
 	202: partial("futex", Futex, "the priority-inheritance operations answer ENOSYS"),
-	203: notYet("sched_setaffinity", areaSched),
+	203: partial("sched_setaffinity", SchedSetaffinity, "the mask is kept and reported, cut to the sandbox's CPUs; the host may run the thread on any of them"),
 	204: full("sched_getaffinity", SchedGetaffinity),
 	205: byDesign("set_thread_area", unix.ENOSYS, "32-bit TLS segments: guests run 64-bit code, which sets its TLS with arch_prctl"),
 	206: notYet("io_setup", areaAIO),
@@ -294,8 +294,8 @@ var table = [...]Entry{
 	248: notYet("add_key", areaKeys),
 	249: notYet("request_key", areaKeys),
 	250: notYet("keyctl", areaKeys),
-	251: notYet("ioprio_set", areaSched),
-	252: notYet("ioprio_get", areaSched),
+	251: partial("ioprio_set", IoprioSet, "kept and reported; the sandbox's I/O is not ordered by it"),
+	252: full("ioprio_get", IoprioGet),
 	253: full("inotify_init", InotifyInit),
 	254: partial("inotify_add_watch", InotifyAddWatch, noteInotify),
 	255: full("inotify_rm_watch", InotifyRmWatch),
@@ -357,8 +357,8 @@ var table = [...]Entry{
 	311: notYet("process_vm_writev", areaProcAttr),
 	312: notYet("kcmp", areaProcAttr),
 	313: byDesign("finit_module", unix.EPERM, "no kernel modules; Linux gives EPERM without CAP_SYS_MODULE"),
-	314: notYet("sched_setattr", areaSched),
-	315: notYet("sched_getattr", areaSched),
+	314: partial("sched_setattr", SchedSetattr, noteSched+"; utilization clamps answer EOPNOTSUPP, as Linux built without CONFIG_UCLAMP_TASK, and SCHED_DEADLINE's parameters are kept without admission control"),
+	315: full("sched_getattr", SchedGetattr),
 	316: partial("renameat2", Renameat2, "RENAME_NOREPLACE and RENAME_EXCHANGE; RENAME_WHITEOUT EINVAL"),
 	317: notYet("seccomp", areaSeccomp),
 	318: full("getrandom", Getrandom),

@@ -188,28 +188,6 @@ func SchedYield(*kernel.Task, *arch.SyscallArgs) (uintptr, error) {
 	return 0, nil
 }
 
-// SchedGetaffinity implements Linux syscall sched_getaffinity(2): every CPU
-// the sentry may use.
-func SchedGetaffinity(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	if pid := a.Int(0); pid != 0 && pid != t.TID() {
-		return 0, unix.ESRCH
-	}
-	size := a[1]
-	ncpu := runtime.NumCPU()
-	need := uint64((ncpu + 63) / 64 * 8)
-	if size < need || size%8 != 0 {
-		return 0, unix.EINVAL
-	}
-	mask := make([]byte, need)
-	for i := 0; i < ncpu; i++ {
-		mask[i/8] |= 1 << (i % 8)
-	}
-	if _, err := t.CopyOut(a.Ptr(2), mask); err != nil {
-		return 0, err
-	}
-	return uintptr(need), nil
-}
-
 // Getcpu implements Linux syscall getcpu(2); the sandbox reports CPU 0 on
 // node 0, since a guest thread may move at any moment anyway.
 func Getcpu(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {

@@ -58,6 +58,7 @@ type Task struct {
 	// by others (/proc, a parent's exit): under tg.mu.
 	comm    string
 	prctl   Prctl
+	sched   Sched // task_sched.go, under tg.mu as prctl
 	started time.Time
 	// userTime and sysTime are the task's CPU time in ns (cputime.go).
 	userTime, sysTime atomic.Int64

@@ -96,6 +96,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	child.creds = t.creds.Fork()
 	child.prctl = t.prctl
 	child.prctl.PdeathSig = 0
+	child.sched = forkSched(t.Sched())
 	child.altStack = t.altStack
 	if f&unix.CLONE_VM != 0 && f&unix.CLONE_VFORK == 0 {
 		child.altStack = AltStack{Flags: linuxabi.SS_DISABLE}

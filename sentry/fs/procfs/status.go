@@ -103,11 +103,18 @@ func statLine(t *kernel.Task, thread bool) ([]byte, error) {
 	if tty != nil {
 		ttyNr = tty.EncodedDev()
 	}
+	// priority is Linux's prio less 100: 20 plus the nice value, or
+	// under a real-time policy -1 less its priority.
+	sched := t.Sched()
+	prio := 20 + sched.Nice
+	if sched.Priority > 0 {
+		prio = -1 - sched.Priority
+	}
 	fields := []any{
 		pid, "(" + t.Comm() + ")", taskState(t)[:1], t.PPID(), t.PGID(), t.SID(), ttyNr, tpgid, 0,
-		0, 0, 0, 0, ticks(user), ticks(sys), ticks(children.User), ticks(children.Sys), 20, 0, len(t.ThreadGroup().Tasks()), 0, start, u.Size, rss,
+		0, 0, 0, 0, ticks(user), ticks(sys), ticks(children.User), ticks(children.Sys), prio, sched.Nice, len(t.ThreadGroup().Tasks()), 0, start, u.Size, rss,
 		t.Limits().Get(unix.RLIMIT_RSS).Cur, 0, 0, l.StackTop, 0, 0, 0, t.SigMask(), ign, cgt, 0, 0, 0, 17, 0,
-		0, 0, 0, 0, 0, 0, 0, 0, l.ArgStart, l.ArgEnd, l.EnvStart, l.EnvEnd, 0,
+		sched.Priority, sched.Policy, 0, 0, 0, 0, 0, 0, l.ArgStart, l.ArgEnd, l.EnvStart, l.EnvEnd, 0,
 	}
 	var b strings.Builder
 	for i, v := range fields {
