@@ -36,6 +36,9 @@ func realChecks(t *testing.T, dir string) []realCheck {
 		{name: "bash-pipeline", args: bash(`seq 1 100000 | sort -rn | head -3`), stdout: "100000\n99999\n99998\n"},
 		{name: "bash-background", args: bash(`sleep 0.1 & sleep 0.2 & wait; echo done`), stdout: "done\n"},
 		{name: "bash-substitution", args: bash(`x=$(echo hi | tr a-z A-Z); echo $x`), stdout: "HI\n"},
+		// <(...) and /dev/stdin reopen a pipe through /proc/self/fd.
+		{name: "bash-process-substitution", args: bash(`cat <(echo from a pipe); echo piped | cat /dev/stdin; diff <(seq 3) <(seq 3) && echo same`),
+			stdout: "from a pipe\npiped\nsame\n"},
 		{name: "bash-find", args: bash(`find /usr -name "*.py" | wc -l`),
 			stdout: fmt.Sprintf("%d\n", countNamed(t, filepath.Join(dir, "usr"), "*.py"))},
 		{name: "python-print", args: python(`print(1)`), stdout: "1\n"},

@@ -153,7 +153,9 @@ func openPath(t *kernel.Task, p vfs.Path, flags int, created bool) (*vfs.File, e
 		}
 	}
 	var impl vfs.FileImpl
-	if st.Type() == unix.S_IFIFO {
+	if o, ok := ino.(vfs.ContextOpener); ok {
+		impl, err = o.OpenContext(t, flags) // a pipe or host file reopened through /proc/<pid>/fd
+	} else if st.Type() == unix.S_IFIFO {
 		impl, err = pipe.OpenNamed(ino, t, flags) // the sentry's pipe, on any file system
 	} else if o, ok := ino.(kernel.TTYOpener); ok {
 		impl, err = o.OpenTask(t, flags) // /dev/tty, a pty: the opener matters

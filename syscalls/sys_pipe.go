@@ -24,7 +24,8 @@ func Pipe2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 }
 
 func makePipe(t *kernel.Task, fdsAddr uintptr, flags int) error {
-	r, w := pipe.New(flags&unix.O_DIRECT != 0)
+	c := fsCreds(t)
+	r, w := pipe.New(flags&unix.O_DIRECT != 0, c.FSUID, c.FSGID)
 	status := flags & (unix.O_NONBLOCK | unix.O_DIRECT)
 	rf := vfs.NewFile(r, vfs.Path{}, unix.O_RDONLY|status)
 	wf := vfs.NewFile(w, vfs.Path{}, unix.O_WRONLY|status)

@@ -70,6 +70,17 @@ func (r Resolver) Lookup(name string, followFinal bool) (Path, error) {
 			if links > MaxSymlinks {
 				return Path{}, unix.ELOOP
 			}
+			if m, ok := child.Dentry.inode.(MagicLink); ok {
+				if p, magic, err := m.Jump(r.Caller); err != nil {
+					return Path{}, err
+				} else if magic {
+					cur, rest = p, next
+					if next != "" && !p.Dentry.isDir {
+						return Path{}, unix.ENOTDIR
+					}
+					continue
+				}
+			}
 			target, err := Readlink(child.Dentry.inode, r.Caller)
 			if err != nil {
 				return Path{}, err

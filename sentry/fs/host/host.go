@@ -235,3 +235,34 @@ func (f *File) Name() string {
 	}
 	return "anon_inode:[moat-host]"
 }
+
+// Reopen implements vfs.Reopener: the sandbox's stdio (a pipe, a file, a
+// terminal of the host) opened again through /proc/<pid>/fd/N, as
+// `cat /dev/stdin` does.
+func (f *File) Reopen() (vfs.Inode, error) { return &hostInode{f}, nil }
+
+// hostInode is a host descriptor's file, for reopening it.
+type hostInode struct{ f *File }
+
+func (i *hostInode) Stat() (vfs.Stat, error)          { return i.f.Stat() }
+func (i *hostInode) Lookup(string) (vfs.Inode, error) { return nil, unix.ENOTDIR }
+func (i *hostInode) ReadDir() ([]vfs.Dirent, error)   { return nil, unix.ENOTDIR }
+func (i *hostInode) Readlink() (string, error)        { return "", unix.EINVAL }
+func (i *hostInode) Open(int) (vfs.FileImpl, error)   { return nil, unix.ENXIO }
+
+// OpenContext implements vfs.ContextOpener: a new descriptor of the same
+// host file, which it may be read or written through as far as the
+// original allows. A regular file gets an offset of its own, as a new open
+// would.
+func (i *hostInode) OpenContext(_ vfs.Context, flags int) (vfs.FileImpl, error) {
+	fd, err := unix.FcntlInt(uintptr(i.f.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	impl, err := New(fd, i.f.statHook)
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return impl, nil
+}

@@ -34,6 +34,14 @@ var fifos struct {
 // with O_NONBLOCK a reader opens at once and a writer with no reader gets
 // ENXIO; O_RDWR never waits.
 func OpenNamed(ino vfs.Inode, ctx vfs.Context, flags int) (vfs.FileImpl, error) {
+	return openPipe(ino, nil, ctx, flags)
+}
+
+// openPipe opens the pipe of node ino: a FIFO's, made at its first open,
+// or p, a pipe(2)'s reopened, which as on Linux (fifo_open's is_pipe)
+// never waits for its other end nor refuses a writer with no reader.
+func openPipe(ino vfs.Inode, p *pipe, ctx vfs.Context, flags int) (vfs.FileImpl, error) {
+	isPipe := p != nil
 	acc := flags & unix.O_ACCMODE
 	fifos.mu.Lock()
 	if fifos.m == nil {
@@ -41,12 +49,15 @@ func OpenNamed(ino vfs.Inode, ctx vfs.Context, flags int) (vfs.FileImpl, error) 
 	}
 	n := fifos.m[ino]
 	if n == nil {
-		n = &named{p: &pipe{ino: nextIno.Add(1), dev: pipeDev, cap: DefaultSize}, opened: make(chan struct{})}
+		if p == nil {
+			p = &pipe{ino: nextIno.Add(1), dev: pipeDev, cap: DefaultSize}
+		}
+		n = &named{p: p, opened: make(chan struct{})}
 		fifos.m[ino] = n
 	}
-	p := n.p
+	p = n.p
 	p.mu.Lock()
-	if acc == unix.O_WRONLY && p.readers == 0 && flags&unix.O_NONBLOCK != 0 {
+	if acc == unix.O_WRONLY && p.readers == 0 && flags&unix.O_NONBLOCK != 0 && !isPipe {
 		p.mu.Unlock()
 		n.dropIfUnused(ino)
 		fifos.mu.Unlock()
@@ -62,7 +73,7 @@ func OpenNamed(ino vfs.Inode, ctx vfs.Context, flags int) (vfs.FileImpl, error) 
 	}
 	// Wait for a partner unless there is one, or the open needs none.
 	rSeen, wSeen := n.rOpens, n.wOpens
-	mustWait := flags&unix.O_NONBLOCK == 0 &&
+	mustWait := flags&unix.O_NONBLOCK == 0 && !isPipe &&
 		(acc == unix.O_RDONLY && p.writers == 0 || acc == unix.O_WRONLY && p.readers == 0)
 	close(n.opened)
 	n.opened = make(chan struct{})
@@ -173,3 +184,36 @@ func (b *bothEnds) EventRegister(e *waiter.Entry)   { b.r.EventRegister(e) }
 func (b *bothEnds) EventUnregister(e *waiter.Entry) { b.r.EventUnregister(e) }
 func (b *bothEnds) Size() int                       { return b.r.Size() }
 func (b *bothEnds) SetSize(n int) (int, error)      { return b.r.SetSize(n) }
+
+// A pipe(2)'s ends reopened through /proc/<pid>/fd/N (bash's <(...),
+// /dev/stdin): a new end of the same pipe, with FIFO's open rules.
+
+// Reopen implements vfs.Reopener.
+func (r *ReadEnd) Reopen() (vfs.Inode, error) { return r.p.node(), nil }
+
+// Reopen implements vfs.Reopener.
+func (w *WriteEnd) Reopen() (vfs.Inode, error) { return w.p.node(), nil }
+
+// node is the pipe's inode, made when first reopened.
+func (p *pipe) node() *pipeInode {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inode == nil {
+		p.inode = &pipeInode{p: p}
+	}
+	return p.inode
+}
+
+// pipeInode is a pipe(2)'s inode, for reopening it.
+type pipeInode struct{ p *pipe }
+
+func (i *pipeInode) Stat() (vfs.Stat, error)         { return i.p.stat(), nil }
+func (i *pipeInode) Lookup(string) (vfs.Inode, error) { return nil, unix.ENOTDIR }
+func (i *pipeInode) ReadDir() ([]vfs.Dirent, error)   { return nil, unix.ENOTDIR }
+func (i *pipeInode) Readlink() (string, error)        { return "", unix.EINVAL }
+func (i *pipeInode) Open(int) (vfs.FileImpl, error)   { return nil, unix.ENXIO }
+
+// OpenContext implements vfs.ContextOpener.
+func (i *pipeInode) OpenContext(c vfs.Context, flags int) (vfs.FileImpl, error) {
+	return openPipe(i, i.p, c, flags)
+}

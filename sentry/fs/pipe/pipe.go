@@ -25,8 +25,9 @@ const (
 
 // pipe is the shared buffer.
 type pipe struct {
-	ino uint64
-	dev uint64
+	ino      uint64
+	dev      uint64
+	uid, gid uint32 // the creator's file-system ids: the inode's owner
 
 	mu      sync.Mutex
 	buf     []byte // ring of cap bytes, allocated on first write
@@ -40,6 +41,8 @@ type pipe struct {
 	packets []int
 
 	queue waiter.Queue
+
+	inode *pipeInode // made when an end is reopened (named.go)
 }
 
 var (
@@ -48,11 +51,13 @@ var (
 	zeroTime unix.Timespec
 )
 
-// New returns the read and write ends of a new pipe; in packet mode
-// (pipe2's O_DIRECT) each write is a packet that one read takes whole (or
-// cut short, the rest discarded).
-func New(packet bool) (*ReadEnd, *WriteEnd) {
-	p := &pipe{ino: nextIno.Add(1), dev: pipeDev, cap: DefaultSize, readers: 1, writers: 1, packet: packet}
+// New returns the read and write ends of a new pipe, owned by uid and gid
+// (the creator's file-system ids); in packet mode (pipe2's O_DIRECT) each
+// write is a packet that one read takes whole (or cut short, the rest
+// discarded).
+func New(packet bool, uid, gid uint32) (*ReadEnd, *WriteEnd) {
+	p := &pipe{ino: nextIno.Add(1), dev: pipeDev, uid: uid, gid: gid, cap: DefaultSize, readers: 1, writers: 1,
+		packet: packet}
 	return &ReadEnd{p}, &WriteEnd{p}
 }
 
@@ -332,8 +337,8 @@ func (w *WriteEnd) Release() {
 }
 
 func (p *pipe) stat() vfs.Stat {
-	return vfs.Stat{Dev: p.dev, Ino: p.ino, Mode: unix.S_IFIFO | 0o600, Nlink: 1, Blksize: pageSize,
-		Atime: zeroTime, Mtime: zeroTime, Ctime: zeroTime}
+	return vfs.Stat{Dev: p.dev, Ino: p.ino, Mode: unix.S_IFIFO | 0o600, Nlink: 1, UID: p.uid, GID: p.gid,
+		Blksize: pageSize, Atime: zeroTime, Mtime: zeroTime, Ctime: zeroTime}
 }
 
 // Stat implements vfs.FileImpl.

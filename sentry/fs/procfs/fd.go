@@ -28,6 +28,7 @@ func (f *fs) fdDir(path string, get func() (*kernel.Task, error)) *node {
 				}
 				return pathName(t, file.Path()), nil
 			})
+			n.jump = func() (vfs.Path, error) { return vfs.FilePath(file) }
 			// The link's permission bits are the fd's access mode, as
 			// Linux's proc_fd_link gives them: r-x to read, -wx to write.
 			n.mode = unix.S_IFLNK

@@ -42,6 +42,7 @@ type node struct {
 	children func() []child                     // directories
 	content  func() ([]byte, error)             // files
 	target   func(c vfs.Caller) (string, error) // symlinks
+	jump     func() (vfs.Path, error)           // magic links (fd/N): where following leads
 	volatile bool                               // children come and go (pid directories)
 
 	// write takes one write(2) to a writable file: its first writeMax
@@ -141,6 +142,15 @@ func (n *node) ReadDir() ([]vfs.Dirent, error) {
 // Readlink implements vfs.Inode, for links whose target does not depend on
 // the caller.
 func (n *node) Readlink() (string, error) { return n.ReadlinkAs(nil) }
+
+// Jump implements vfs.MagicLink.
+func (n *node) Jump(vfs.Caller) (vfs.Path, bool, error) {
+	if n.jump == nil {
+		return vfs.Path{}, false, nil
+	}
+	p, err := n.jump()
+	return p, true, err
+}
 
 // ReadlinkAs implements vfs.CallerLink.
 func (n *node) ReadlinkAs(c vfs.Caller) (string, error) {
