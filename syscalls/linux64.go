@@ -362,7 +362,7 @@ var table = [...]Entry{
 	316: partial("renameat2", Renameat2, "RENAME_NOREPLACE and RENAME_EXCHANGE; RENAME_WHITEOUT EINVAL"),
 	317: notYet("seccomp", areaSeccomp),
 	318: full("getrandom", Getrandom),
-	319: partial("memfd_create", MemfdCreate, "no seals: F_ADD_SEALS answers EINVAL"),
+	319: partial("memfd_create", MemfdCreate, "MFD_HUGETLB answers EINVAL: the sandbox has no huge pages"),
 	320: byDesign("kexec_file_load", unix.EPERM, "the guest cannot load a kernel; Linux gives EPERM without CAP_SYS_BOOT"),
 	321: byDesign("bpf", unix.EPERM, "eBPF runs in the host's kernel; Linux gives EPERM without CAP_BPF when unprivileged_bpf_disabled is set (Debian's default)"),
 	322: full("execveat", Execveat),

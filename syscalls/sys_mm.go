@@ -94,6 +94,13 @@ func fileMapping(f *vfs.File, root vfs.Path, o *mm.MMapOpts, off uint64) error {
 		o.MaxProt &^= platform.ProtExec
 	}
 	o.File, o.Offset = src, off
+	if s, ok := f.Impl().(interface{ MapsWritable() bool }); ok && o.Shared && !s.MapsWritable() {
+		// Sealed against writes: no writable shared mapping, now or later.
+		if o.Prot&platform.ProtWrite != 0 {
+			return unix.EPERM
+		}
+		o.MaxProt = platform.ProtRead | platform.ProtExec
+	}
 	if pf, ok := f.Impl().(mm.PagesFile); ok {
 		o.Pages, o.FileSize = pf.FilePages()
 	}

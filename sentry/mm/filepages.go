@@ -4,6 +4,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/moat-sandbox/moat/platform"
 	"github.com/moat-sandbox/moat/sentry/memfile"
 )
 
@@ -385,6 +386,19 @@ func (p *FilePages) Deallocate(off, length int64) {
 			delete(p.chunks, idx)
 		}
 	}
+}
+
+// MapsWritable reports whether a shared mapping of m's may write p's
+// pages (Linux's VM_SHARED|VM_MAYWRITE), for F_SEAL_WRITE.
+func (m *MemoryManager) MapsWritable(p *FilePages) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, v := range m.vmas.s {
+		if v.pages == p && v.shared && v.maxProt&platform.ProtWrite != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // PagesFile is an open file that keeps its data in FilePages: its

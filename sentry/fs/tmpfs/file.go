@@ -96,6 +96,9 @@ func (f *file) Write(src *vfs.IOSeq, off int64) (int, error) {
 		n := f.n
 		n.mu.Lock()
 		defer n.mu.Unlock()
+		if err := n.sealedWrite(off + int64(total)); err != nil {
+			return 0, err
+		}
 		done := 0
 		var err error
 		for _, b := range bufs {
@@ -152,6 +155,9 @@ func (f *file) Allocate(c vfs.Context, off, length int64) error {
 	n := f.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.seals&unix.F_SEAL_GROW != 0 && off+length > n.size {
+		return unix.EPERM // an allocation inside changes no data: F_SEAL_WRITE lets it be
+	}
 	before := n.data.Holes(off, length)
 	for pos := off; pos < off+length; pos += allocStep {
 		err := n.data.Allocate(pos, min(allocStep, off+length-pos))

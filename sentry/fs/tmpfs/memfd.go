@@ -41,13 +41,30 @@ type memFile struct {
 }
 
 // NewMemFD returns a new anonymous regular file, open (memfd_create), its
-// data in mf: it lives while a descriptor or a mapping holds it.
-func NewMemFD(mf *memfile.File, name string, uid, gid uint32) vfs.FileImpl {
-	n := memfds(mf).newInode(unix.S_IFREG|0o777, uid, gid, now())
+// data in mf: it lives while a descriptor or a mapping holds it. Without
+// allowSealing it holds F_SEAL_SEAL from the start; with noExec, mode 0666
+// and F_SEAL_EXEC (MFD_NOEXEC_SEAL).
+func NewMemFD(mf *memfile.File, name string, uid, gid uint32, allowSealing, noExec bool) vfs.FileImpl {
+	mode := uint32(0o777)
+	if noExec {
+		mode = 0o666
+	}
+	n := memfds(mf).newInode(unix.S_IFREG|mode, uid, gid, now())
 	n.nlink = 0
 	n.opens = 1
+	if !allowSealing {
+		n.seals = unix.F_SEAL_SEAL
+	}
+	if noExec {
+		n.seals |= unix.F_SEAL_EXEC
+	}
+	n.memfd = name
 	return &memFile{file: &file{n: n}, name: name}
 }
+
+// Reopen implements vfs.Reopener: a memfd opens again through
+// /proc/<pid>/fd/N, as a new open of the same file.
+func (m *memFile) Reopen() (vfs.Inode, error) { return m.n, nil }
 
 // Name is what /proc/<pid>/fd shows.
 func (m *memFile) Name() string { return "/memfd:" + m.name + " (deleted)" }
@@ -57,6 +74,9 @@ func (m *memFile) SetSize(size int64) error {
 	n := m.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if err := n.sealedResize(size); err != nil {
+		return err
+	}
 	n.truncateLocked(size)
 	t := now()
 	n.mtime, n.ctime = t, t

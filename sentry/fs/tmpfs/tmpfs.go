@@ -68,6 +68,8 @@ type inode struct {
 	target string // symlinks
 
 	xattrs vfs.Xattrs
+	seals  uint32 // a memfd's (seals.go)
+	memfd  string // a memfd's name: its opens are memFiles
 }
 
 type entry struct {
@@ -214,6 +216,9 @@ func (n *inode) Open(flags int) (vfs.FileImpl, error) {
 		n.mtime, n.ctime = t, t
 	}
 	n.opens++
+	if n.memfd != "" {
+		return &memFile{file: &file{n: n}, name: n.memfd}, nil
+	}
 	return &file{n: n}, nil
 }
 
@@ -245,12 +250,18 @@ func (n *inode) SetAttr(a *vfs.Attr) error {
 		if n.mode&unix.S_IFMT != unix.S_IFREG {
 			return unix.EINVAL
 		}
+		if err := n.sealedResize(a.Size); err != nil {
+			return err
+		}
 		if a.Size != n.size {
 			n.truncateLocked(a.Size)
 			n.mtime = t
 		}
 	}
 	if a.Mask&vfs.SetMode != 0 {
+		if n.seals&unix.F_SEAL_EXEC != 0 && (n.mode^a.Mode)&0o111 != 0 {
+			return unix.EPERM
+		}
 		n.mode = n.mode&unix.S_IFMT | a.Mode&0o7777
 	}
 	if a.Mask&vfs.SetUID != 0 {

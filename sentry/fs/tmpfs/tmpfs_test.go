@@ -295,7 +295,7 @@ func (interruptedTask) Interrupted() bool           { return true }
 // nothing kept, as Linux's tmpfs does, rather than run the host out of
 // memory while a kill waits.
 func TestAllocateInterrupted(t *testing.T) {
-	f := NewMemFD(testMem(t), "big", 0, 0).(*memFile).file
+	f := NewMemFD(testMem(t), "big", 0, 0, false, false).(*memFile).file
 	before := memfds(testMem(t)).pages.Load()
 	if err := f.Allocate(interruptedTask{}, 0, 1<<40); err != unix.EINTR {
 		t.Fatalf("Allocate of 1 TiB, interrupted: %v, want EINTR", err)
