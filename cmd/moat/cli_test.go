@@ -51,7 +51,7 @@ func TestHelp(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	e := newEnv(t)
-	e.fails(`unknown command "bogus"`, "bogus")
+	e.failsWith(3, `unknown command "bogus"`, "bogus")
 	e.fails("flag provided but not defined: -bogus", "--bogus", "list")
 	e.fails("flag provided but not defined: -bogus", "create", "--bogus", "c1")
 	e.fails("takes exactly 1 argument(s)", "create")
@@ -191,7 +191,7 @@ func TestOptionsParse(t *testing.T) {
 		bundle, all := ".", false
 		o.String(&bundle, "bundle,b", "DIR", ".", "")
 		o.Bool(&all, "all,a", "")
-		positional, err := o.parse(c.args)
+		positional, err := o.parse(c.args, false)
 		if err != nil || bundle != c.bundle || all != c.all || !reflect.DeepEqual(positional, c.positional) {
 			t.Errorf("parse(%q) = %q, bundle %q, all %v, %v; want %q, %q, %v",
 				c.args, positional, bundle, all, err, c.positional, c.bundle, c.all)

@@ -13,9 +13,16 @@ type command struct {
 	name    string
 	args    string // positional arguments for the usage line, e.g. "<container-id> [signal]"
 	minArgs int
-	maxArgs int
-	summary string // one line in `moat help`
-	detail  string // paragraphs in `moat help <name>`
+	maxArgs int // -1: no bound
+	// argsEndOptions: the first positional argument ends the options, so
+	// that what follows is the guest's command line with its own flags
+	// (exec's `<container-id> sh -c ...`), as runc parses exec.
+	argsEndOptions bool
+	// failStatus is the exit status of a failure (runc's exec exits 255);
+	// 0 means 1.
+	failStatus int
+	summary    string // one line in `moat help`
+	detail     string // paragraphs in `moat help <name>`
 	// setup declares the command's options and returns what runs it once
 	// they are parsed.
 	setup func(o *options) func(g *globalOptions, args []string) error
@@ -24,7 +31,9 @@ type command struct {
 // commands in the order `moat help` lists them.
 var commands = []*command{
 	specCommand, createCommand, startCommand, runCommand, stateCommand,
-	killCommand, deleteCommand, listCommand,
+	killCommand, deleteCommand, listCommand, execCommand, psCommand,
+	pauseCommand, resumeCommand, eventsCommand, updateCommand, featuresCommand,
+	checkpointCommand, restoreCommand,
 }
 
 func lookupCommand(name string) *command {
@@ -67,6 +76,33 @@ func (o *options) String(p *string, names, metavar, value, usage string) {
 	o.help = append(o.help, optionHelp{dashed(names) + " " + metavar, usage})
 }
 
+// Strings declares an option that may be given many times, each value
+// appended (runc's --env, --cap).
+func (o *options) Strings(p *[]string, names, metavar, usage string) {
+	for _, n := range strings.Split(names, ",") {
+		o.fs.Func(n, usage, func(v string) error {
+			*p = append(*p, v)
+			return nil
+		})
+	}
+	o.help = append(o.help, optionHelp{dashed(names) + " " + metavar, usage + " (may be repeated)"})
+}
+
+// Int declares an integer option.
+func (o *options) Int(p *int, names, metavar string, value int, usage string) {
+	for _, n := range strings.Split(names, ",") {
+		o.fs.IntVar(p, n, value, usage)
+	}
+	o.help = append(o.help, optionHelp{dashed(names) + " " + metavar, usage})
+}
+
+// isSet reports whether the option named name was given.
+func (o *options) isSet(name string) bool {
+	set := false
+	o.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // Bool declares a boolean option.
 func (o *options) Bool(p *bool, names, usage string) {
 	for _, n := range strings.Split(names, ",") {
@@ -90,7 +126,7 @@ func dashed(names string) string {
 // parse reads options anywhere among the arguments, as runc accepts both
 // `create --bundle B ID` and `create ID --bundle B`; after "--" everything
 // is positional.
-func (o *options) parse(args []string) ([]string, error) {
+func (o *options) parse(args []string, argsEndOptions bool) ([]string, error) {
 	var positional []string
 	for {
 		if err := o.fs.Parse(args); err != nil {
@@ -102,6 +138,9 @@ func (o *options) parse(args []string) ([]string, error) {
 		}
 		if len(rest) == 0 {
 			return positional, nil
+		}
+		if argsEndOptions {
+			return append(positional, rest...), nil
 		}
 		positional = append(positional, rest[0])
 		args = rest[1:]
@@ -138,7 +177,7 @@ var errShowedHelp = errors.New("help shown")
 func (c *command) prepare(args []string, stdout io.Writer) (func(*globalOptions) error, error) {
 	o := newOptions(c.name)
 	run := c.setup(o)
-	positional, err := o.parse(args)
+	positional, err := o.parse(args, c.argsEndOptions)
 	if errors.Is(err, flag.ErrHelp) {
 		c.writeHelp(stdout, o)
 		return nil, errShowedHelp
@@ -146,7 +185,7 @@ func (c *command) prepare(args []string, stdout io.Writer) (func(*globalOptions)
 	if err != nil {
 		return nil, fmt.Errorf("%v (see moat %s --help)", err, c.name)
 	}
-	if n := len(positional); n < c.minArgs || n > c.maxArgs {
+	if n := len(positional); n < c.minArgs || (c.maxArgs >= 0 && n > c.maxArgs) {
 		return nil, fmt.Errorf("%s, got %d (see moat %s --help)", c.wantArgs(), n, c.name)
 	}
 	return func(g *globalOptions) error { return run(g, positional) }, nil
@@ -156,6 +195,8 @@ func (c *command) wantArgs() string {
 	switch {
 	case c.maxArgs == 0:
 		return "takes no arguments"
+	case c.maxArgs < 0:
+		return fmt.Sprintf("takes at least %d argument(s) %s", c.minArgs, c.args)
 	case c.minArgs == c.maxArgs:
 		return fmt.Sprintf("takes exactly %d argument(s) %s", c.minArgs, c.args)
 	default:

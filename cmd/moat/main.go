@@ -52,6 +52,8 @@ func moatMain(args []string) int {
 			return bootMain(args[1:])
 		case "gofer":
 			return goferMain(args[1:])
+		case execWaitCommand:
+			return execWaitMain(args[1:])
 		}
 	}
 
@@ -95,14 +97,15 @@ func moatMain(args []string) int {
 
 	cmd := lookupCommand(rest[0])
 	if cmd == nil {
-		return reportError(nil, "", fmt.Errorf("unknown command %q (see moat --help)", rest[0]))
+		reportError(nil, "", fmt.Errorf("unknown command %q (see moat --help)", rest[0]))
+		return unknownCommandStatus
 	}
 	run, err := cmd.prepare(rest[1:], os.Stdout)
 	if errors.Is(err, errShowedHelp) {
 		return 0
 	}
 	if err != nil {
-		return reportError(nil, cmd.name, err)
+		return reportError(nil, cmd.name, err) // a wrong flag or argument: 1, as runc's for every command
 	}
 	log, err := openLog(g.logPath, g.logFormat, g.debug)
 	if err != nil {
@@ -117,10 +120,18 @@ func moatMain(args []string) int {
 		return int(exit)
 	}
 	if err != nil {
-		return reportError(log, cmd.name, err)
+		status := reportError(log, cmd.name, err)
+		if cmd.failStatus != 0 {
+			status = cmd.failStatus
+		}
+		return status
 	}
 	return 0
 }
+
+// unknownCommandStatus is runc's exit status for a command it does not
+// know (its CLI library's "No help topic").
+const unknownCommandStatus = 3
 
 // exitStatus is returned by a command that ends with a status of its own
 // rather than an error: `moat run` exits with the container's.
@@ -174,9 +185,9 @@ Usage: moat [global options] <command> [options] [arguments]
 Commands:
 `)
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "  %-8s %s\n", "help", "show the help of a command")
+	fmt.Fprintf(w, "  %-10s %s\n", "help", "show the help of a command")
 	global.writeHelp(w, "Global options")
 	fmt.Fprint(w, "\nRun 'moat help <command>' or 'moat <command> --help' for a command's options.\n")
 }

@@ -116,9 +116,16 @@ func (e *testEnv) ok(args ...string) result {
 // one line that contains want.
 func (e *testEnv) fails(want string, args ...string) result {
 	e.t.Helper()
+	return e.failsWith(1, want, args...)
+}
+
+// failsWith is fails for a command that exits with status code, as runc
+// does for an unknown command (3) or a failed exec (255).
+func (e *testEnv) failsWith(code int, want string, args ...string) result {
+	e.t.Helper()
 	r := e.moat(args...)
-	if r.code != 1 {
-		e.t.Fatalf("moat %q: exit %d (stderr %q), want 1", args, r.code, r.stderr)
+	if r.code != code {
+		e.t.Fatalf("moat %q: exit %d (stderr %q), want %d", args, r.code, r.stderr, code)
 	}
 	if !strings.HasPrefix(r.stderr, "moat: ") || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, want) {
 		e.t.Fatalf("moat %q: stderr %q, want one line `moat: ...` containing %q", args, r.stderr, want)

@@ -55,20 +55,82 @@ type Setup struct {
 
 // Request is one control-socket call.
 type Request struct {
-	Op     string `json:"op"`               // OpStart or OpKill
-	Signal int    `json:"signal,omitempty"` // OpKill: signal number
+	Op     string `json:"op"`               // one of the Op constants
+	Signal int    `json:"signal,omitempty"` // OpKill, OpSignal: signal number
 	All    bool   `json:"all,omitempty"`    // OpKill: every process of the container
+	// Exec is what OpExec starts; its descriptors come with the request
+	// (SCM_RIGHTS, see Conn).
+	Exec *Exec `json:"exec,omitempty"`
+	// Resources are OpUpdate's new limits.
+	Resources *specs.LinuxResources `json:"resources,omitempty"`
 }
 
 // Control operations.
 const (
 	OpStart = "start"
 	OpKill  = "kill"
+	// OpExec starts a process in the running sandbox. The connection then
+	// stays open: the sentry answers once with the process's pid, and
+	// once more with its exit status when it ends; meanwhile the CLI may
+	// send OpSignal requests for it (no answer). A connection that closes
+	// before the process ends kills it, so that a killed `moat exec`
+	// leaves nothing running.
+	OpExec   = "exec"
+	OpSignal = "signal"
+	OpPause  = "pause"
+	OpResume = "resume"
+	OpPs     = "ps"    // the guest's processes
+	OpStats  = "stats" // what the sandbox uses
+	OpUpdate = "update"
 )
+
+// Exec is a process for OpExec. Its descriptors travel with the request:
+// Stdio of them are fds 0, 1 and 2 (one, when Process.Terminal is set:
+// the replica of the host terminal the CLI made, which the sentry joins
+// to a terminal of its own), the rest become fds 3 onwards.
+type Exec struct {
+	Process *specs.Process `json:"process"`
+	Stdio   int            `json:"stdio"`
+}
 
 // Response answers a Setup (the sandbox is ready, or why not) or a Request.
 type Response struct {
 	Error string `json:"error,omitempty"`
+	// OpExec: PID in the first answer, Exit (the host status: code, or
+	// 128+N for signal N) in the second.
+	PID  int  `json:"pid,omitempty"`
+	Exit *int `json:"exit,omitempty"`
+	// OpPs.
+	Processes []ProcessInfo `json:"processes,omitempty"`
+	// OpStats.
+	Stats *Stats `json:"stats,omitempty"`
+}
+
+// ProcessInfo is one guest process as `moat ps` lists it.
+type ProcessInfo struct {
+	PID     int32  `json:"pid"` // in the sandbox
+	PPID    int32  `json:"ppid"`
+	UID     uint32 `json:"uid"`
+	Comm    string `json:"comm"`
+	Cmdline string `json:"cmdline"`
+	// HostPID is the host process that runs its address space (a
+	// systrap stub), 0 when the platform has none to show.
+	HostPID int `json:"hostPid,omitempty"`
+	// Started is when it started, in ns since the sandbox's boot; CPU its
+	// user and system time in ns.
+	Started int64 `json:"started"`
+	CPU     int64 `json:"cpu"`
+	Threads int   `json:"threads"`
+}
+
+// Stats is what the sandbox uses, from the sentry's own accounting.
+type Stats struct {
+	CPUUser   uint64 `json:"cpuUser"`   // ns
+	CPUSystem uint64 `json:"cpuSystem"` // ns
+	Memory    uint64 `json:"memory"`    // bytes of guest memory in use
+	MemLimit  uint64 `json:"memLimit,omitempty"`
+	Pids      uint64 `json:"pids"` // tasks
+	PidsLimit uint64 `json:"pidsLimit,omitempty"`
 }
 
 // Err turns a Response into a Go error.
@@ -81,18 +143,24 @@ func (r Response) Err() error {
 
 // Call sends req to the control socket at path and waits for the answer.
 func Call(path string, req Request, timeout time.Duration) error {
+	_, err := CallFor(path, req, timeout)
+	return err
+}
+
+// CallFor is Call for a request whose answer carries more than success.
+func CallFor(path string, req Request, timeout time.Duration) (Response, error) {
 	conn, err := net.DialTimeout("unix", path, timeout)
 	if err != nil {
-		return fmt.Errorf("connect to sandbox control socket: %w", err)
+		return Response{}, fmt.Errorf("connect to sandbox control socket: %w", err)
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))
 	if err := json.NewEncoder(conn).Encode(req); err != nil {
-		return fmt.Errorf("send %s request: %w", req.Op, err)
+		return Response{}, fmt.Errorf("send %s request: %w", req.Op, err)
 	}
 	var resp Response
 	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&resp); err != nil {
-		return fmt.Errorf("read %s reply: %w", req.Op, err)
+		return Response{}, fmt.Errorf("read %s reply: %w", req.Op, err)
 	}
-	return resp.Err()
+	return resp, resp.Err()
 }

@@ -13,6 +13,8 @@ package state
 import (
 	"fmt"
 	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // Container is the record in state.json.
@@ -27,6 +29,12 @@ type Container struct {
 	Recorded Status  `json:"status"`
 	Sentry   Process `json:"sentry"` // its pid is the container's pid
 	Gofer    Process `json:"gofer"`
+	// Resources are the limits `moat update` set last, nil before.
+	Resources *specs.LinuxResources `json:"resources,omitempty"`
+	// Namespaces lists the config's namespaces that name a path to join
+	// (the network namespace podman, CNI or a pod made), as recorded at
+	// create.
+	Namespaces []specs.LinuxNamespace `json:"namespaces,omitempty"`
 
 	// Owner is the user owning the state directory, filled in on load.
 	Owner string `json:"-"`

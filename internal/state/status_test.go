@@ -6,13 +6,16 @@ import (
 )
 
 func TestLifecycleTable(t *testing.T) {
-	all := []Status{Creating, Created, Running, Stopped}
+	all := []Status{Creating, Created, Running, Paused, Stopped}
 	allowed := map[[2]Status]bool{
 		{Creating, Created}: true,
 		{Creating, Stopped}: true,
 		{Created, Running}:  true,
 		{Created, Stopped}:  true,
+		{Running, Paused}:   true,
 		{Running, Stopped}:  true,
+		{Paused, Running}:   true,
+		{Paused, Stopped}:   true,
 	}
 	for _, from := range all {
 		for _, to := range all {
@@ -20,6 +23,23 @@ func TestLifecycleTable(t *testing.T) {
 				t.Errorf("%s.CanBecome(%s) = %v, want %v", from, to, got, want)
 			}
 		}
+	}
+}
+
+func TestPauseResumeAndExecUseRuncsWords(t *testing.T) {
+	for s, want := range map[Status]string{Running: "", Paused: "container not running", Created: "container not running",
+		Stopped: "container not running"} {
+		checkMessage(t, "CheckPause("+string(s)+")", CheckPause(s), want)
+	}
+	for s, want := range map[Status]string{Paused: "", Running: "container not paused", Stopped: "container not paused"} {
+		checkMessage(t, "CheckResume("+string(s)+")", CheckResume(s), want)
+	}
+	for s, want := range map[Status]string{Running: "", Created: "", Paused: "cannot exec in a paused container",
+		Stopped: "cannot exec in a stopped container"} {
+		checkMessage(t, "CheckExec("+string(s)+")", CheckExec(s), want)
+	}
+	if err := CheckDelete("c1", Paused); err == nil {
+		t.Error("CheckDelete of a paused container accepted it")
 	}
 }
 

@@ -90,8 +90,9 @@ func stdioFiles() ([3]*vfs.File, error) {
 	return files, nil
 }
 
-// capNames are the capabilities by number, as OCI configs name them.
-var capNames = []string{"CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
+// CapNames are the capabilities by number, as OCI configs name them
+// without their CAP_ prefix (Linux 6.1: CAP_LAST_CAP is CHECKPOINT_RESTORE).
+var CapNames = []string{"CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
 	"SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW", "IPC_LOCK",
 	"IPC_OWNER", "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT", "SYS_ADMIN", "SYS_BOOT",
 	"SYS_NICE", "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL",
@@ -105,7 +106,7 @@ func capMask(set string, names []string) (uint64, error) {
 	for _, n := range names {
 		i := -1
 		if name, ok := strings.CutPrefix(n, "CAP_"); ok {
-			i = slices.Index(capNames, name)
+			i = slices.Index(CapNames, name)
 		}
 		if i < 0 {
 			return 0, &kernel.InitError{Msg: fmt.Sprintf("process.capabilities.%s: unknown capability %q", set, n)}

@@ -1,53 +1,94 @@
 package boot
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"net"
+	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/control"
 )
 
+// execDrain bounds how long a sentry whose init has ended waits for the
+// exec'd processes' last answers (their exit statuses) to go out.
+const execDrain = 2 * time.Second
+
 // Serve answers control requests on l until the guest is done, then returns
 // the exit status the sentry must exit with.
 func (s *Sandbox) Serve(l net.Listener) int {
+	var execs sync.WaitGroup
 	go func() {
 		for {
 			conn, err := l.Accept()
 			if err != nil {
 				return
 			}
-			go s.handle(conn)
+			go s.handle(conn.(*net.UnixConn), &execs)
 		}
 	}()
 	<-s.Kernel.Done()
 	l.Close()
+	drained := make(chan struct{})
+	go func() {
+		execs.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(execDrain):
+	}
 	return s.Kernel.ExitStatus().HostCode()
 }
 
-func (s *Sandbox) handle(conn net.Conn) {
-	defer conn.Close()
+func (s *Sandbox) handle(uc *net.UnixConn, execs *sync.WaitGroup) {
+	conn := control.NewConn(uc)
 	var req control.Request
-	var resp control.Response
-	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&req); err != nil {
-		resp.Error = fmt.Sprintf("bad control request: %v", err)
-	} else if err := s.do(req); err != nil {
+	files, err := conn.Receive(&req)
+	if err != nil {
+		conn.Send(control.Response{Error: fmt.Sprintf("bad control request: %v", err)})
+		conn.Close()
+		return
+	}
+	if req.Op == control.OpExec {
+		execs.Add(1)
+		defer execs.Done()
+		s.serveExec(conn, req, files)
+		return
+	}
+	defer conn.Close()
+	for _, f := range files {
+		f.Close() // only exec brings descriptors
+	}
+	resp, err := s.do(req)
+	if err != nil {
 		resp.Error = err.Error()
 	}
-	json.NewEncoder(conn).Encode(resp)
+	conn.Send(resp)
 }
 
-func (s *Sandbox) do(req control.Request) error {
+func (s *Sandbox) do(req control.Request) (control.Response, error) {
 	switch req.Op {
 	case control.OpStart:
-		return s.Kernel.Start()
+		return control.Response{}, s.Kernel.Start()
 	case control.OpKill:
-		return s.signal(req.Signal, req.All)
+		return control.Response{}, s.signal(req.Signal, req.All)
+	case control.OpPause:
+		s.Kernel.Freeze()
+		return control.Response{}, nil
+	case control.OpResume:
+		s.Kernel.Thaw()
+		return control.Response{}, nil
+	case control.OpPs:
+		return control.Response{Processes: s.processes()}, nil
+	case control.OpStats:
+		st := s.stats()
+		return control.Response{Stats: &st}, nil
+	case control.OpUpdate:
+		return control.Response{}, s.update(req.Resources)
 	}
-	return fmt.Errorf("unknown control operation %q", req.Op)
+	return control.Response{}, fmt.Errorf("unknown control operation %q", req.Op)
 }
 
 // signal delivers a signal from outside the sandbox, as Linux does for a

@@ -21,10 +21,17 @@ type Process struct {
 	done chan struct{}
 }
 
-// StartProcess makes the process s describes and runs it at once.
+// StartProcess makes the process s describes and runs it at once. It
+// takes over the caller's references to the files of s, and releases them
+// if it fails.
 func (k *Kernel) StartProcess(s InitSpec) (*Process, error) {
 	tg, t, err := k.buildProcess(s)
 	if err != nil {
+		for _, f := range append(s.Stdio[:], s.ExtraFiles...) {
+			if f != nil {
+				f.DecRef()
+			}
+		}
 		return nil, err
 	}
 	p := &Process{tg: tg, done: make(chan struct{})}

@@ -3,6 +3,8 @@ package devpts
 import (
 	"os"
 	"os/signal"
+	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -24,6 +26,12 @@ import (
 type Console struct {
 	p    *pair
 	host int
+	// stop wakes input (an eventfd), for Close; inDone and outDone are
+	// closed when input and output have returned.
+	stop            int
+	inDone, outDone chan struct{}
+	closeOnce       sync.Once
+	winch           chan os.Signal
 }
 
 // Of returns the devpts instance whose root is d, or nil.
@@ -59,7 +67,13 @@ func (fs *FS) NewConsole(host int) (*Console, error) {
 		p.winsize = *ws
 	}
 	p.mu.Unlock()
-	c := &Console{p: p, host: host}
+	stop, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		p.releaseMaster()
+		return nil, err
+	}
+	c := &Console{p: p, host: host, stop: stop, inDone: make(chan struct{}), outDone: make(chan struct{}),
+		winch: make(chan os.Signal, 1)}
 	go c.input()
 	go c.output()
 	go c.watch()
@@ -97,8 +111,16 @@ func (p *pair) waitPlain(q *waiter.Queue, mask waiter.EventMask) {
 // side goes (its master closed: EIO), which hangs the pty up as closing a
 // pty's master does.
 func (c *Console) input() {
+	defer close(c.inDone)
 	buf := make([]byte, inputCap)
 	for {
+		fds := []unix.PollFd{{Fd: int32(c.host), Events: unix.POLLIN}, {Fd: int32(c.stop), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err == unix.EINTR {
+			continue
+		}
+		if fds[1].Revents != 0 {
+			break // Close
+		}
 		n, err := unix.Read(c.host, buf)
 		if err == unix.EINTR {
 			continue
@@ -130,6 +152,7 @@ func (c *Console) input() {
 // output copies what the guest writes (and the echoes) to the host
 // terminal.
 func (c *Console) output() {
+	defer close(c.outDone)
 	for {
 		c.p.mu.Lock()
 		for len(c.p.ld.out) == 0 && !c.p.hungUp {
@@ -163,19 +186,55 @@ func (c *Console) output() {
 // hang-up and passes it on to the guest's session.
 func (c *Console) watch() {
 	signal.Ignore(unix.SIGHUP)
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, unix.SIGWINCH)
-	for range ch {
-		ws, err := unix.IoctlGetWinsize(c.host, unix.TIOCGWINSZ)
-		if err != nil {
-			continue
-		}
-		c.p.mu.Lock()
-		changed := *ws != c.p.winsize
-		c.p.winsize = *ws
-		c.p.mu.Unlock()
-		if changed {
-			c.p.tty.SignalForeground(int(unix.SIGWINCH))
-		}
+	signal.Notify(c.winch, unix.SIGWINCH)
+	for range c.winch {
+		c.Resized()
 	}
+}
+
+// Resized copies the host terminal's size to the pty, with SIGWINCH to
+// the guest's foreground group if it changed. The sentry calls it itself
+// for a terminal whose resizes reach it by no signal (an exec's: the
+// sentry leads no session there).
+func (c *Console) Resized() {
+	ws, err := unix.IoctlGetWinsize(c.host, unix.TIOCGWINSZ)
+	if err != nil {
+		return
+	}
+	c.p.mu.Lock()
+	changed := *ws != c.p.winsize
+	c.p.winsize = *ws
+	c.p.mu.Unlock()
+	if changed {
+		c.p.tty.SignalForeground(int(unix.SIGWINCH))
+	}
+}
+
+// closeDrain bounds how long Close waits for the guest's last output to
+// reach the host terminal.
+const closeDrain = 2 * time.Second
+
+// Close ends the console once the process it serves has ended (an
+// exec's): it stops reading the host terminal, hangs the pty up as its
+// master's close does, copies out what the guest wrote last, and closes
+// the host terminal, so that whoever holds its master sees it end.
+func (c *Console) Close() {
+	c.closeOnce.Do(func() {
+		signal.Stop(c.winch)
+		close(c.winch)
+		unix.Write(c.stop, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+		<-c.inDone
+		unix.Close(c.stop)
+		select {
+		case <-c.outDone:
+			unix.Close(c.host)
+		case <-time.After(closeDrain):
+			// A write to a terminal nobody reads: the descriptor stays
+			// until it returns, so that its number is not reused under it.
+			go func() {
+				<-c.outDone
+				unix.Close(c.host)
+			}()
+		}
+	})
 }

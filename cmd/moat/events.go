@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/control"
+	"github.com/moat-sandbox/moat/internal/state"
+)
+
+var eventsCommand = &command{
+	name:    "events",
+	args:    "<container-id>",
+	minArgs: 1, maxArgs: 1,
+	summary: "print a container's resource use as JSON events",
+	detail: `
+Each event is one line of runc's JSON: {"type":"stats","id":...,"data":...}
+with the CPU time, memory and tasks the sandbox uses, from the sentry's own
+accounting (guest memory resident, each address space once). With --stats
+one event is printed; otherwise one every --interval until the container
+stops. The sentry has no memory limit of its own yet, so no "oom" event is
+ever sent.`,
+	setup: func(o *options) func(*globalOptions, []string) error {
+		var stats bool
+		interval := "5s"
+		o.Bool(&stats, "stats", "print the container's stats once and exit")
+		o.String(&interval, "interval", "DURATION", "5s", "how often to print stats")
+		return func(g *globalOptions, args []string) error {
+			d, err := time.ParseDuration(interval)
+			if err != nil || d <= 0 {
+				return fmt.Errorf("invalid --interval %q: want a positive duration such as 5s", interval)
+			}
+			return containerEvents(g, args[0], stats, d)
+		}
+	},
+}
+
+// statsEvent is runc's event with the parts of its stats moat fills.
+type statsEvent struct {
+	Type string     `json:"type"`
+	ID   string     `json:"id"`
+	Data *statsData `json:"data,omitempty"`
+}
+
+type statsData struct {
+	CPU    cpuStats    `json:"cpu"`
+	Memory memoryStats `json:"memory"`
+	Pids   pidsStats   `json:"pids"`
+}
+
+type cpuStats struct {
+	Usage struct {
+		Total  uint64 `json:"total"`
+		Kernel uint64 `json:"kernel"`
+		User   uint64 `json:"user"`
+	} `json:"usage"`
+	Throttling struct{} `json:"throttling"`
+}
+
+type memoryStats struct {
+	Usage struct {
+		Limit uint64 `json:"limit"`
+		Usage uint64 `json:"usage"`
+	} `json:"usage"`
+}
+
+type pidsStats struct {
+	Current uint64 `json:"current"`
+	Limit   uint64 `json:"limit,omitempty"`
+}
+
+func containerEvents(g *globalOptions, id string, once bool, interval time.Duration) error {
+	enc := json.NewEncoder(os.Stdout)
+	for {
+		ev, running, err := statsOf(g, id)
+		if err != nil {
+			return err
+		}
+		if !running {
+			if once {
+				return fmt.Errorf("container is not running")
+			}
+			return nil
+		}
+		if err := enc.Encode(ev); err != nil {
+			return err
+		}
+		if once {
+			return nil
+		}
+		time.Sleep(interval)
+	}
+}
+
+// statsOf asks the sentry for the container's use; running is false once
+// it has stopped. The lock is held only for the question.
+func statsOf(g *globalOptions, id string) (statsEvent, bool, error) {
+	dir, c, err := openContainer(g, id)
+	if err != nil {
+		return statsEvent{}, false, err
+	}
+	defer dir.Close()
+	if st := c.Status(); st != state.Running && st != state.Paused && st != state.Created {
+		return statsEvent{}, false, nil
+	}
+	resp, err := control.CallFor(dir.ControlSocket(), control.Request{Op: control.OpStats}, controlTimeout)
+	if err != nil || resp.Stats == nil {
+		if !c.Sentry.Alive() {
+			return statsEvent{}, false, nil
+		}
+		return statsEvent{}, false, fmt.Errorf("stats of container %s: %w", id, err)
+	}
+	s := resp.Stats
+	d := &statsData{}
+	d.CPU.Usage.User, d.CPU.Usage.Kernel = s.CPUUser, s.CPUSystem
+	d.CPU.Usage.Total = s.CPUUser + s.CPUSystem
+	d.Memory.Usage.Usage = s.Memory
+	if r := c.Resources; r != nil && r.Memory != nil && r.Memory.Limit != nil && *r.Memory.Limit > 0 {
+		d.Memory.Usage.Limit = uint64(*r.Memory.Limit)
+	}
+	d.Pids.Current = s.Pids
+	if r := c.Resources; r != nil && r.Pids != nil && r.Pids.Limit != nil && *r.Pids.Limit > 0 {
+		d.Pids.Limit = uint64(*r.Pids.Limit)
+	}
+	return statsEvent{Type: "stats", ID: id, Data: d}, true, nil
+}

@@ -1,0 +1,155 @@
+package control
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Conn is a control connection that lasts beyond one answer (OpExec),
+// and whose first message may carry descriptors. Messages are JSON
+// values, one per line.
+type Conn struct {
+	uc  *net.UnixConn
+	buf []byte // read past the last message
+}
+
+// maxFDs bounds the descriptors one message carries: three for stdio
+// and what --preserve-fds asks, which Linux caps at SCM_MAX_FD (253).
+const maxFDs = 253
+
+// Dial connects to the control socket at path.
+func Dial(path string, timeout time.Duration) (*Conn, error) {
+	c, err := net.DialTimeout("unix", path, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("connect to sandbox control socket: %w", err)
+	}
+	return &Conn{uc: c.(*net.UnixConn)}, nil
+}
+
+// NewConn wraps an accepted or inherited connection.
+func NewConn(uc *net.UnixConn) *Conn { return &Conn{uc: uc} }
+
+// File returns a duplicate of the connection's descriptor, for a child
+// process that takes the connection over.
+func (c *Conn) File() (*os.File, error) { return c.uc.File() }
+
+// SetDeadline bounds the next reads and writes; zero removes the bound.
+func (c *Conn) SetDeadline(t time.Time) error { return c.uc.SetDeadline(t) }
+
+// Close closes the connection.
+func (c *Conn) Close() error { return c.uc.Close() }
+
+// Send writes v as one message, with files as SCM_RIGHTS on its first
+// byte.
+func (c *Conn) Send(v any, files ...*os.File) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	if len(files) > maxFDs {
+		return fmt.Errorf("%d descriptors to pass: at most %d fit in one message", len(files), maxFDs)
+	}
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = unix.UnixRights(fds...)
+	}
+	n, _, err := c.uc.WriteMsgUnix(data, oob, nil)
+	if err != nil {
+		return err
+	}
+	if n < len(data) {
+		_, err = c.uc.Write(data[n:])
+	}
+	return err
+}
+
+// Receive reads one message into v and returns the descriptors that came
+// with it, close-on-exec, in the order they were sent. On error none is
+// left open.
+func (c *Conn) Receive(v any) ([]*os.File, error) {
+	var files []*os.File
+	fail := func(err error) ([]*os.File, error) {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, err
+	}
+	oob := make([]byte, unix.CmsgSpace(maxFDs*4))
+	chunk := make([]byte, 4096)
+	for bytes.IndexByte(c.buf, '\n') < 0 {
+		n, oobn, _, _, err := c.uc.ReadMsgUnix(chunk, oob)
+		n, oobn = max(n, 0), max(oobn, 0) // -1 with an error
+		if oobn > 0 {
+			got, perr := parseRights(oob[:oobn])
+			files = append(files, got...)
+			if perr != nil {
+				return fail(perr)
+			}
+		}
+		c.buf = append(c.buf, chunk[:n]...)
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(c.buf) > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return fail(err)
+		}
+		if n == 0 {
+			return fail(io.EOF)
+		}
+	}
+	i := bytes.IndexByte(c.buf, '\n')
+	line := c.buf[:i]
+	c.buf = append([]byte(nil), c.buf[i+1:]...)
+	if err := json.Unmarshal(line, v); err != nil {
+		return fail(fmt.Errorf("bad control message: %w", err))
+	}
+	return files, nil
+}
+
+func parseRights(oob []byte) ([]*os.File, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, err
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			unix.CloseOnExec(fd)
+			files = append(files, os.NewFile(uintptr(fd), "passed"))
+		}
+	}
+	return files, nil
+}
+
+// FileConn makes a Conn of an inherited connection's descriptor, which
+// it takes over.
+func FileConn(f *os.File) (*Conn, error) {
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, errors.New("not a unix socket")
+	}
+	return NewConn(uc), nil
+}

@@ -1,0 +1,106 @@
+package control
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func connPair(t *testing.T) (*Conn, *Conn) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns [2]*Conn
+	for i, fd := range fds {
+		c, err := FileConn(os.NewFile(uintptr(fd), "pair"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
+		t.Cleanup(func() { c.Close() })
+	}
+	return conns[0], conns[1]
+}
+
+func TestDescriptorsTravelWithTheFirstMessageInOrder(t *testing.T) {
+	a, b := connPair(t)
+	var files []*os.File
+	for _, s := range []string{"zero", "one", "two"} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.WriteString(s)
+		w.Close()
+		defer r.Close()
+		files = append(files, r)
+	}
+	big := strings.Repeat("x", 10000) // longer than one read: the rest follows without descriptors
+	if err := a.Send(Request{Op: OpExec, Exec: &Exec{Stdio: 3, Process: nil}, Signal: 9}, files...); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Send(Response{Error: big}); err != nil {
+		t.Fatal(err)
+	}
+	var req Request
+	got, err := b.Receive(&req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Op != OpExec || req.Exec == nil || req.Exec.Stdio != 3 || req.Signal != 9 {
+		t.Errorf("request = %+v", req)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d descriptors came, want 3", len(got))
+	}
+	for i, want := range []string{"zero", "one", "two"} {
+		buf := make([]byte, 16)
+		n, _ := got[i].Read(buf)
+		if string(buf[:n]) != want {
+			t.Errorf("descriptor %d reads %q, want %q", i, buf[:n], want)
+		}
+		if flags, _ := unix.FcntlInt(got[i].Fd(), unix.F_GETFD, 0); flags&unix.FD_CLOEXEC == 0 {
+			t.Errorf("descriptor %d is not close-on-exec", i)
+		}
+		got[i].Close()
+	}
+	var resp Response
+	more, err := b.Receive(&resp)
+	if err != nil || len(more) != 0 || resp.Error != big {
+		t.Errorf("second message: %d bytes, %d descriptors, %v", len(resp.Error), len(more), err)
+	}
+}
+
+func TestReceiveAtTheEndOfTheConnectionFails(t *testing.T) {
+	a, b := connPair(t)
+	a.uc.Write([]byte(`{"op":"st`))
+	a.Close()
+	var req Request
+	if _, err := b.Receive(&req); err == nil {
+		t.Error("Receive of half a message at EOF succeeded")
+	}
+	if _, err := b.Receive(&req); err == nil {
+		t.Error("Receive after EOF succeeded")
+	}
+}
+
+func TestABadMessageIsAnErrorAndLeavesNoDescriptor(t *testing.T) {
+	a, b := connPair(t)
+	r, w, _ := os.Pipe()
+	defer r.Close()
+	defer w.Close()
+	// A raw write: Send would only ever write JSON.
+	rights := unix.UnixRights(int(r.Fd()))
+	if _, _, err := a.uc.WriteMsgUnix([]byte("not json\n"), rights, nil); err != nil {
+		t.Fatal(err)
+	}
+	var req Request
+	if files, err := b.Receive(&req); err == nil || files != nil {
+		t.Errorf("Receive of a bad message = %v, %v", files, err)
+	}
+}
+
