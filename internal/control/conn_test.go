@@ -103,4 +103,3 @@ func TestABadMessageIsAnErrorAndLeavesNoDescriptor(t *testing.T) {
 		t.Errorf("Receive of a bad message = %v, %v", files, err)
 	}
 }
-
