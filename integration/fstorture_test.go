@@ -71,7 +71,7 @@ func TestFileSystemTorture(t *testing.T) {
 }
 
 // tortureSpec runs args as root with every capability, on a writable
-// root: the overlay.
+// root (the overlay), with /proc for linkat's /proc/self/fd/N.
 func tortureSpec(args []string) specs.Spec {
 	caps := []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID"}
 	return specs.Spec{
@@ -80,6 +80,7 @@ func tortureSpec(args []string) specs.Spec {
 			Capabilities: &specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps}},
 		Root:     &specs.Root{Path: "rootfs"},
 		Hostname: "moat-integration",
+		Mounts:   []specs.Mount{{Destination: "/proc", Type: "proc", Source: "proc"}},
 	}
 }
 

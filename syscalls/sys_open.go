@@ -38,9 +38,6 @@ func openAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int, mode uint3
 	if name == "" {
 		return 0, unix.ENOENT
 	}
-	if flags&unix.O_TMPFILE == unix.O_TMPFILE {
-		return 0, unix.EOPNOTSUPP
-	}
 	var start vfs.Path
 	if name[0] != '/' {
 		if start, err = dirPath(t, dirfd); err != nil {
@@ -50,9 +47,14 @@ func openAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int, mode uint3
 	res := t.Resolver(start)
 	var p vfs.Path
 	created := false
-	if flags&unix.O_CREAT == 0 {
+	switch {
+	case flags&oTmpfileBit != 0:
+		p, err = tmpfileAt(t, res, name, flags, mode)
+		created = err == nil
+		flags &^= unix.O_TMPFILE // what is open is the new file, not a directory
+	case flags&unix.O_CREAT == 0:
 		p, err = res.Lookup(name, flags&unix.O_NOFOLLOW == 0)
-	} else {
+	default:
 		p, created, err = createAt(t, res, name, flags, mode)
 	}
 	if err != nil {
@@ -65,6 +67,24 @@ func openAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int, mode uint3
 	defer f.DecRef()
 	fd, err := t.FDs().Install(f, 0, flags&unix.O_CLOEXEC != 0, nofile(t))
 	return retErr(uintptr(fd), err)
+}
+
+// oTmpfileBit is __O_TMPFILE, which O_TMPFILE adds to O_DIRECTORY.
+const oTmpfileBit = unix.O_TMPFILE &^ unix.O_DIRECTORY
+
+// tmpfileAt makes an unnamed file in directory name, for open(O_TMPFILE):
+// which must ask for writing, with O_DIRECTORY and without O_CREAT, as
+// Linux's build_open_flags checks; with O_EXCL no link may name it later.
+func tmpfileAt(t *kernel.Task, res vfs.Resolver, name string, flags int, mode uint32) (vfs.Path, error) {
+	acc := flags & unix.O_ACCMODE
+	if acc != unix.O_WRONLY && acc != unix.O_RDWR || flags&(unix.O_TMPFILE|unix.O_CREAT) != unix.O_TMPFILE {
+		return vfs.Path{}, unix.EINVAL
+	}
+	dir, err := res.Lookup(name, true)
+	if err != nil {
+		return vfs.Path{}, err
+	}
+	return vfs.Tmpfile(fsCreds(t), dir, umasked(t, mode&0o7777), flags&unix.O_EXCL == 0)
 }
 
 // createAt resolves name for open(O_CREAT) and makes a regular file there

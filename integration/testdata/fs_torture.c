@@ -1,8 +1,8 @@
 // fs_torture SEED OPS DIR: a file-system torture run. It makes OPS random
 // changes (create, write, truncate, rename in its three kinds, unlink,
-// link, symlink, mkdir, rmdir, chmod) to a few hundred names under DIR,
-// chosen from SEED with its own generator, so that every run with one seed
-// asks the same of whatever file system DIR is on. It prints each call's
+// link, symlink, mkdir, rmdir, chmod, an O_TMPFILE file linked in) to a few
+// hundred names under DIR, chosen from SEED with its own generator, so that
+// every run with one seed asks the same of whatever file system DIR is on. It prints each call's
 // result (0 or the errno's name) and then the tree it left: every name
 // with its type, permissions, size, link count, contents' hash or link
 // target, and which names are one file. Two runs agree if and only if the
@@ -67,7 +67,7 @@ static void step(int op) {
 	path(p1, sizeof p1);
 	path(p2, sizeof p2);
 	int fd, r;
-	switch (pick(16)) {
+	switch (pick(17)) {
 	case 0:
 	case 1:
 		fd = open(p1, O_CREAT | O_EXCL | O_WRONLY, 0644);
@@ -127,6 +127,21 @@ static void step(int op) {
 	case 15:
 		result(op, "chmod", chmod(p1, 0600 | pick(0200)));
 		break;
+	case 16: {
+		// An unnamed file in p1's directory, written, then named p2.
+		char dir[128], fdp[64];
+		char *slash = strrchr(p1, '/');
+		snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - p1) : 1, slash ? p1 : ".");
+		fd = open(dir, O_TMPFILE | O_RDWR, 0640);
+		result(op, "tmpfile", fd);
+		if (fd >= 0) {
+			result(op, "write", writes(fd, 0, pick(20000)));
+			snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", fd);
+			result(op, "linkat", linkat(AT_FDCWD, fdp, AT_FDCWD, p2, AT_SYMLINK_FOLLOW));
+			close(fd);
+		}
+		break;
+	}
 	}
 }
 

@@ -429,7 +429,7 @@ func Link(c *Creds, old Path, t Target) error {
 	if ost.Type() == unix.S_IFDIR {
 		return unix.EPERM
 	}
-	if ost.Nlink == 0 {
+	if l, ok := old.Dentry.inode.(Linkable); ost.Nlink == 0 && (!ok || !l.Linkable()) {
 		return unix.ENOENT
 	}
 	d.mu.Lock()

@@ -24,7 +24,7 @@ func (i *inode) Stat() (vfs.Stat, error) {
 		return i.attr, nil
 	}
 	if i.stale {
-		a, err := i.fs.client.Stat(i.node)
+		a, err := i.fs.client.Stat(i.firstNode())
 		if err != nil {
 			return vfs.Stat{}, err
 		}

@@ -55,7 +55,10 @@ const maxCachedFDs = 4096
 
 // inode is one file the gofer holds for us.
 type inode struct {
-	fs   *fs
+	fs *fs
+	// node is the gofer's node for the file: a directory's never changes;
+	// another file's may be swapped for one in other (nodeMu), so read it
+	// with firstNode or viaNode.
 	node gofer.NodeID
 	typ  uint32 // the S_IFMT bits, which never change
 	id   hostID
@@ -81,6 +84,8 @@ type inode struct {
 	// created is the read-write descriptor Create got, for the open that
 	// follows it.
 	created *host.Regular
+	// linkable: an O_TMPFILE file that link may still name.
+	linkable bool
 
 	// opens counts the open files of the inode, which keep a cache of a
 	// writable file's pages (cache.go) while it is not mapped.
@@ -138,6 +143,14 @@ func (i *inode) addNode(n gofer.NodeID) {
 	i.nodeMu.Lock()
 	i.other = append(i.other, n)
 	i.nodeMu.Unlock()
+}
+
+// firstNode is the node viaNode tries first, for calls that work on any
+// node of the file, reopenable or not (stat, readlink, link).
+func (i *inode) firstNode() gofer.NodeID {
+	i.nodeMu.Lock()
+	defer i.nodeMu.Unlock()
+	return i.node
 }
 
 // viaNode calls fn with a node of the file that can be reopened: the first,
@@ -206,7 +219,7 @@ func (i *inode) Readlink() (string, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.target == "" {
-		t, err := i.fs.client.ReadLink(i.node)
+		t, err := i.fs.client.ReadLink(i.firstNode())
 		if err != nil {
 			return "", err
 		}

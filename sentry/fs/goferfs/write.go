@@ -94,7 +94,7 @@ func (i *inode) Link(name string, target vfs.Inode) error {
 		return unix.EXDEV
 	}
 	i.forget(name)
-	n, a, err := i.fs.client.Link(i.node, t.node, name)
+	n, a, err := i.fs.client.Link(i.node, t.firstNode(), name)
 	if err != nil {
 		return err
 	}
@@ -103,6 +103,7 @@ func (i *inode) Link(name string, target vfs.Inode) error {
 	// through the new name's node once the old name is gone.
 	t.addNode(n)
 	t.setAttr(a)
+	t.linkable = false
 	i.markStale()
 	return nil
 }
@@ -179,10 +180,32 @@ func (i *inode) SetAttr(a *vfs.Attr) error {
 
 // StatFS implements vfs.FSStater: the host file system's figures.
 func (i *inode) StatFS() (vfs.FSStat, error) {
-	s, err := i.fs.client.StatFS(i.node)
+	s, err := i.fs.client.StatFS(i.firstNode())
 	if err != nil {
 		return vfs.FSStat{}, err
 	}
 	return vfs.FSStat{Type: s.Type, Bsize: s.Bsize, Frsize: s.Frsize, Namelen: s.Namelen, Blocks: s.Blocks,
 		Bfree: s.Bfree, Bavail: s.Bavail, Files: s.Files, Ffree: s.Ffree}, nil
+}
+
+// Tmpfile implements vfs.TmpfileMaker: the gofer's O_TMPFILE file, whose
+// read-write descriptor serves the open that follows.
+func (i *inode) Tmpfile(mode, uid, gid uint32, linkable bool) (vfs.Inode, error) {
+	n, a, fd, err := i.fs.client.Tmpfile(i.node, mode, uid, gid)
+	if err != nil {
+		return nil, err
+	}
+	c := i.fs.newInode(n, a)
+	f, err := i.fs.hostFile(fd)
+	if err != nil {
+		return nil, err
+	}
+	c.created, c.linkable = f, linkable
+	return c, nil
+}
+
+// Linkable implements vfs.Linkable.
+func (i *inode) Linkable() bool {
+	st, err := i.Stat()
+	return err == nil && st.Nlink == 0 && i.linkable
 }

@@ -293,3 +293,34 @@ func (i *inode) SetAttr(a *vfs.Attr) error {
 	}
 	return s.SetAttr(a)
 }
+
+// Tmpfile implements vfs.TmpfileMaker: an unnamed file of the upper
+// layer.
+func (i *inode) Tmpfile(mode, uid, gid uint32, linkable bool) (vfs.Inode, error) {
+	if _, err := i.upperDir(); err != nil {
+		return nil, err
+	}
+	_, upper := i.layers()
+	m, ok := upper.(vfs.TmpfileMaker)
+	if !ok {
+		return nil, unix.EOPNOTSUPP
+	}
+	u, err := m.Tmpfile(mode, uid, gid, linkable)
+	if err != nil {
+		return nil, err
+	}
+	st, err := u.Stat()
+	if err != nil {
+		return nil, err
+	}
+	c := &inode{fs: i.fs, typ: unix.S_IFREG, ino: upperInoBase + st.Ino, upper: u}
+	c.copied.Store(true)
+	return c, nil
+}
+
+// Linkable implements vfs.Linkable.
+func (i *inode) Linkable() bool {
+	_, upper := i.layers()
+	l, ok := upper.(vfs.Linkable)
+	return ok && l.Linkable()
+}

@@ -207,7 +207,7 @@ func (p *pipe) node() *pipeInode {
 // pipeInode is a pipe(2)'s inode, for reopening it.
 type pipeInode struct{ p *pipe }
 
-func (i *pipeInode) Stat() (vfs.Stat, error)         { return i.p.stat(), nil }
+func (i *pipeInode) Stat() (vfs.Stat, error)          { return i.p.stat(), nil }
 func (i *pipeInode) Lookup(string) (vfs.Inode, error) { return nil, unix.ENOTDIR }
 func (i *pipeInode) ReadDir() ([]vfs.Dirent, error)   { return nil, unix.ENOTDIR }
 func (i *pipeInode) Readlink() (string, error)        { return "", unix.EINVAL }

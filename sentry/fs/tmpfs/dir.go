@@ -134,11 +134,12 @@ func (n *inode) Link(name string, target vfs.Inode) error {
 	}
 	t := now()
 	c.mu.Lock()
-	if c.nlink == 0 {
+	if c.nlink == 0 && !c.linkable {
 		c.mu.Unlock()
 		return unix.ENOENT
 	}
 	c.nlink++
+	c.linkable = false
 	c.ctime = t
 	c.mu.Unlock()
 	n.addLocked(name, c, t)
@@ -264,4 +265,23 @@ func (n *inode) touchCtime(t unix.Timespec) {
 	n.mu.Lock()
 	n.ctime = t
 	n.mu.Unlock()
+}
+
+// Tmpfile implements vfs.TmpfileMaker: an unnamed file, which its opens
+// keep.
+func (n *inode) Tmpfile(mode, uid, gid uint32, linkable bool) (vfs.Inode, error) {
+	if !n.isDir() {
+		return nil, unix.ENOTDIR
+	}
+	c := n.fs.newInode(unix.S_IFREG|mode&0o7777, uid, gid, now())
+	c.nlink = 0
+	c.linkable = linkable
+	return c, nil
+}
+
+// Linkable implements vfs.Linkable.
+func (n *inode) Linkable() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.nlink == 0 && n.linkable
 }

@@ -70,6 +70,8 @@ type inode struct {
 	xattrs vfs.Xattrs
 	seals  uint32 // a memfd's (seals.go)
 	memfd  string // a memfd's name: its opens are memFiles
+	// linkable: an O_TMPFILE file, with no link yet, that link may name
+	linkable bool
 }
 
 type entry struct {
