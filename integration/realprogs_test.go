@@ -60,6 +60,13 @@ func realChecks(t *testing.T, dir string) []realCheck {
 		{name: "python-venv-pip-workspace", args: bash(venvPip), stdout: "from the wheel 42\n", timeout: time.Minute},
 		{name: "make-j2-workspace", args: bash(makeParallel), stdout: makeParallelOut, timeout: time.Minute},
 		{name: "python-docx-xlsx-workspace", args: python(pythonOffice), stdout: pythonOfficeOut},
+		// Processes and System V IPC (realscripts_sys_test.go).
+		{name: "ipcs-after-objects", args: bash(ipcsAfterObjects), stdout: ipcsAfterObjectsOut},
+		{name: "nice-sh", args: []string{"nice", "-n", "10", "sh", "-c", "nice"}, stdout: "10\n"},
+		{name: "python-sched", args: python(pythonSched), stdout: "True True\n{0}\n0 5 5\nTrue 99\n"},
+		{name: "python-setitimer", args: python(pythonSetitimer), stdout: "3 (0.0, 0.0)\nTrue\n"},
+		{name: "python-shared-memory", args: python(pythonSharedMemory), stdout: "42 0\n"},
+		{name: "python-getrusage", args: python(pythonGetrusage), stdout: "True True\nTrue True\n"},
 		// Not a program but the harness: a container that never ends is
 		// killed at its timeout, `run` reports SIGKILL, and it is deleted
 		// leaving nothing (run checks that after every check).

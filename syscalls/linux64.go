@@ -24,7 +24,6 @@ const (
 	areaXattr      = "extended attributes, with the file system, issue #9"
 	areaSeccomp    = "guest seccomp filters, issue #10"
 	areaNet        = "sockets and networking, issue #11"
-	areaSysV       = "System V IPC, issue #14"
 	areaMQ         = "POSIX message queues, issue #14"
 	areaTimers     = "POSIX timers, issue #14"
 	areaPtrace     = "ptrace inside the sandbox, issue #14"
@@ -72,9 +71,9 @@ var table = [...]Entry{
 	26:  full("msync", Msync),
 	27:  full("mincore", Mincore),
 	28:  full("madvise", Madvise),
-	29:  notYet("shmget", areaSysV),
-	30:  notYet("shmat", areaSysV),
-	31:  notYet("shmctl", areaSysV),
+	29:  full("shmget", Shmget),
+	30:  full("shmat", Shmat),
+	31:  partial("shmctl", Shmctl, "shm_lpid follows shmat and shmdt, not the mappings fork, munmap and exit add or drop; shm_rss counts the pages written with write-like calls, not those first touched through a mapping"),
 	32:  full("dup", Dup),
 	33:  full("dup2", Dup2),
 	34:  full("pause", Pause),
@@ -107,14 +106,14 @@ var table = [...]Entry{
 	61:  partial("wait4", Wait4, noteRusage),
 	62:  full("kill", Kill),
 	63:  full("uname", Uname),
-	64:  notYet("semget", areaSysV),
-	65:  notYet("semop", areaSysV),
-	66:  notYet("semctl", areaSysV),
-	67:  notYet("shmdt", areaSysV),
-	68:  notYet("msgget", areaSysV),
-	69:  notYet("msgsnd", areaSysV),
-	70:  notYet("msgrcv", areaSysV),
-	71:  notYet("msgctl", areaSysV),
+	64:  full("semget", Semget),
+	65:  full("semop", Semop),
+	66:  full("semctl", Semctl),
+	67:  full("shmdt", Shmdt),
+	68:  full("msgget", Msgget),
+	69:  full("msgsnd", Msgsnd),
+	70:  full("msgrcv", Msgrcv),
+	71:  full("msgctl", Msgctl),
 	72:  partial("fcntl", Fcntl, "F_DUPFD*, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_GETLK, F_SETLK, F_SETLKW, F_OFD_*, F_GETPIPE_SZ, F_SETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS; leases, F_NOTIFY, F_SETOWN/F_GETOWN* and F_SETSIG answer EINVAL"),
 	73:  full("flock", Flock),
 	74:  full("fsync", Fsync),
@@ -263,7 +262,7 @@ var table = [...]Entry{
 	217: full("getdents64", Getdents64),
 	218: full("set_tid_address", SetTidAddress),
 	219: byDesign("restart_syscall", unix.EINTR, "only the kernel's own restarts use it; called directly it finds nothing to restart and answers EINTR, as on Linux"),
-	220: notYet("semtimedop", areaSysV),
+	220: full("semtimedop", Semtimedop),
 	221: notYet("fadvise64", "cache hints and writeback: the file system, issue #9"),
 	222: notYet("timer_create", areaTimers),
 	223: notYet("timer_settime", areaTimers),

@@ -14,10 +14,10 @@ import (
 // checked against the kernel's UAPI headers and against unix.
 
 // topicFiles are those files.
-var topicFiles = []string{"sched.go"}
+var topicFiles = []string{"sched.go", "ipc.go"}
 
 // topicHeaders are the headers that define their constants.
-var topicHeaders = []string{"linux/ioprio.h"}
+var topicHeaders = []string{"limits.h", "linux/ioprio.h", "linux/ipc.h", "linux/shm.h", "linux/sem.h", "linux/msg.h"}
 
 var fromTopicHeaders = []struct {
 	c    string
@@ -27,7 +27,22 @@ var fromTopicHeaders = []struct {
 	{"IOPRIO_CLASS_RT", IOPRIO_CLASS_RT}, {"IOPRIO_CLASS_BE", IOPRIO_CLASS_BE},
 	{"IOPRIO_CLASS_IDLE", IOPRIO_CLASS_IDLE}, {"IOPRIO_WHO_PROCESS", IOPRIO_WHO_PROCESS},
 	{"IOPRIO_WHO_PGRP", IOPRIO_WHO_PGRP}, {"IOPRIO_WHO_USER", IOPRIO_WHO_USER},
+	{"IPC_INFO", IPC_INFO}, {"SHM_HUGETLB", SHM_HUGETLB}, {"SHM_REMAP", SHM_REMAP}, {"SHM_EXEC", SHM_EXEC},
+	{"SHM_LOCK", SHM_LOCK}, {"SHM_UNLOCK", SHM_UNLOCK}, {"SHM_STAT", SHM_STAT}, {"SHM_INFO", SHM_INFO},
+	{"SHM_STAT_ANY", SHM_STAT_ANY}, {"SEM_UNDO", SEM_UNDO}, {"GETPID", GETPID}, {"GETVAL", GETVAL},
+	{"GETALL", GETALL}, {"GETNCNT", GETNCNT}, {"GETZCNT", GETZCNT}, {"SETVAL", SETVAL}, {"SETALL", SETALL},
+	{"SEM_STAT", SEM_STAT}, {"SEM_INFO", SEM_INFO}, {"SEM_STAT_ANY", SEM_STAT_ANY},
+	{"MSG_STAT", MSG_STAT}, {"MSG_INFO", MSG_INFO}, {"MSG_STAT_ANY", MSG_STAT_ANY},
+	{"MSG_NOERROR", MSG_NOERROR}, {"MSG_EXCEPT", MSG_EXCEPT}, {"MSG_COPY", MSG_COPY},
+	{"SHMMAX", asInt64(SHMMAX)}, {"SHMALL", asInt64(SHMALL)}, {"SHMMIN", SHMMIN}, {"SHMMNI", SHMMNI}, {"SHMSEG", SHMSEG},
+	{"SEMMNI", SEMMNI}, {"SEMMSL", SEMMSL}, {"SEMMNS", SEMMNS}, {"SEMOPM", SEMOPM}, {"SEMVMX", SEMVMX},
+	{"SEMAEM", SEMAEM}, {"SEMUME", SEMUME}, {"SEMMNU", SEMMNU}, {"SEMMAP", SEMMAP}, {"SEMUSZ", SEMUSZ},
+	{"MSGMNI", MSGMNI}, {"MSGMAX", MSGMAX}, {"MSGMNB", MSGMNB}, {"MSGPOOL", MSGPOOL}, {"MSGTQL", MSGTQL},
+	{"MSGMAP", MSGMAP}, {"MSGSSZ", MSGSSZ}, {"MSGSEG", MSGSEG},
 }
+
+// asInt64 is v as the test's C program prints it, a long long.
+func asInt64(v uint64) int64 { return int64(v) }
 
 func TestTopicConstantsMatchTheKernelHeaders(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/moat-sandbox/moat/platform"
 	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/kernel/ipc"
 	"github.com/moat-sandbox/moat/sentry/memfile"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
@@ -67,7 +68,8 @@ type Kernel struct {
 	init    *ThreadGroup
 
 	futexes futexTable
-	freezer freezer // pause.go
+	ipcns   *ipc.Namespace // the sandbox's IPC namespace (task_ipc.go)
+	freezer freezer        // pause.go
 
 	done       chan struct{} // closed when the sandbox ends
 	doneOnce   sync.Once
@@ -101,6 +103,7 @@ func New(c Config) (*Kernel, error) {
 	if k.vdso, err = k.newVDSO(); err != nil {
 		return nil, err
 	}
+	k.ipcns = k.newRootIPC()
 	return k, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/platform"
 	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/kernel/ipc"
 	"github.com/moat-sandbox/moat/sentry/mm"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
@@ -60,6 +61,9 @@ type Task struct {
 	prctl   Prctl
 	sched   Sched // task_sched.go, under tg.mu as prctl
 	started time.Time
+	// ipcns and semUndo (task_ipc.go) change only in the task itself.
+	ipcns   *ipc.Namespace
+	semUndo *ipc.UndoList
 	// userTime and sysTime are the task's CPU time in ns (cputime.go).
 	userTime, sysTime atomic.Int64
 	// vforkDone is closed when this task, a vfork child, execs or exits.
@@ -68,7 +72,7 @@ type Task struct {
 
 // newTask returns a task of tg, not yet registered or running.
 func newTask(k *Kernel, tg *ThreadGroup) *Task {
-	return &Task{k: k, tg: tg, interrupt: make(chan struct{}, 1), started: time.Now(),
+	return &Task{k: k, tg: tg, interrupt: make(chan struct{}, 1), started: time.Now(), ipcns: k.ipcns,
 		prctl: Prctl{Dumpable: 1, TimerSlack: 50000}, altStack: AltStack{Flags: linuxabi.SS_DISABLE}}
 }
 

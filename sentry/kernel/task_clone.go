@@ -97,6 +97,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	child.prctl = t.prctl
 	child.prctl.PdeathSig = 0
 	child.sched = forkSched(t.Sched())
+	child.ipcns = t.ipcns
 	child.altStack = t.altStack
 	if f&unix.CLONE_VM != 0 && f&unix.CLONE_VFORK == 0 {
 		child.altStack = AltStack{Flags: linuxabi.SS_DISABLE}
@@ -195,6 +196,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	// the channel before the child runs, not at each turn of its wait (a
 	// nil channel, read after an interruption, would never be ready).
 	vforkDone := child.vforkDone
+	t.cloneSemUndo(child, f)
 	go child.run()
 	if f&unix.CLONE_THREAD == 0 {
 		child.tg.checkCPULimit() // inherited

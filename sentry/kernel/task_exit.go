@@ -50,6 +50,7 @@ func (t *Task) killThreads() {
 func (t *Task) exit() {
 	k, tg := t.k, t.tg
 	t.exitRobustList()
+	t.releaseSemUndo()
 	if t.clearChildTID != 0 {
 		if _, err := t.mm.UpdateU32(t.clearChildTID, func(uint32) (uint32, bool) { return 0, true }); err == nil {
 			t.FutexWake(t.clearChildTID, 1, linuxabi.FUTEX_BITSET_MATCH_ANY, false)

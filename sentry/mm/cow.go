@@ -33,6 +33,7 @@ func (m *MemoryManager) Fork(as platform.AddressSpace, sp uintptr) *MemoryManage
 	for k := range c.vmas.s {
 		c.vmas.s[k].locked = false
 	}
+	track(c.vmas.s, 1)
 	copies := m.forkCopyRangesLocked(sp)
 	for _, r := range copies {
 		m.pmas.isolate(r.lo, r.hi)

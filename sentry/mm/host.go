@@ -56,6 +56,7 @@ func (m *MemoryManager) Recycle() platform.AddressSpace {
 	}
 	m.users = 0
 	m.dropPmas(m.pmas.s)
+	track(m.vmas.s, -1)
 	m.pmas.s, m.vmas.s = nil, nil
 	as := m.as
 	m.as = nil

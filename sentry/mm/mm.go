@@ -146,6 +146,7 @@ func (m *MemoryManager) DecUsers() bool {
 		for _, p := range m.pmas.s {
 			m.mf.DecRef(p.off, uint64(p.length()))
 		}
+		track(m.vmas.s, -1)
 		m.pmas.s, m.vmas.s = nil, nil
 	}
 	m.mu.Unlock()

@@ -28,6 +28,9 @@ type MMapOpts struct {
 	FileSize int64
 	Offset   uint64 // file offset, page aligned
 	Name     string // for /proc/<pid>/maps
+	// Tracker, if set, is told of every mapping made of it and of every
+	// one that goes (shm.go).
+	Tracker Tracker
 }
 
 const protAll = platform.ProtRead | platform.ProtWrite | platform.ProtExec
@@ -85,7 +88,7 @@ func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 	}
 	v := vma{start: addr, end: addr + length, prot: o.Prot, maxProt: o.MaxProt, shared: o.Shared, name: o.Name,
 		file: o.File, cache: o.Cache, pages: o.Pages, fileSize: o.FileSize, fileOff: o.Offset, locked: m.lockFuture,
-		growsDown: o.GrowsDown}
+		growsDown: o.GrowsDown, tracker: o.Tracker}
 	pmas, err := m.backLocked(&v, v.start, v.end)
 	if err != nil {
 		return 0, err
@@ -94,6 +97,7 @@ func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 	m.removeLocked(addr, addr+length, false)
 	m.vmas.insert(v)
 	m.insertPmasLocked(&v, pmas)
+	track([]vma{v}, 1)
 	return addr, nil
 }
 
@@ -274,6 +278,7 @@ func (m *MemoryManager) removeLocked(start, end uintptr, hostUnmap bool) {
 		return
 	}
 	syncShared(m.vmas.s[i:j])
+	track(m.vmas.s[i:j], -1)
 	m.vmas.remove(i, j)
 	pi, pj := m.pmas.isolate(start, end)
 	m.dropMappedLocked(m.pmas.s[pi:pj], start, end, hostUnmap)
@@ -509,7 +514,7 @@ func (m *MemoryManager) growLocked(start, end uintptr, like vma) error {
 		return unix.ENOMEM
 	}
 	like.start, like.end = start, end
-	like.file, like.cache, like.pages = nil, nil, nil // new pages are zero, whatever came before
+	like.file, like.cache, like.pages, like.tracker = nil, nil, nil, nil // new pages are zero, whatever came before
 	ps, err := m.backLocked(&like, start, end)
 	if err != nil {
 		return unix.ENOMEM

@@ -17,6 +17,7 @@ type vma struct {
 	pages      *FilePages    // the file's own pages, if it keeps its data in the memory file
 	fileSize   int64         // the file's size when mapped, with pages
 	fileOff    uint64        // file offset of start
+	tracker    Tracker       // counts the mappings of what it maps (shm.go), or nil
 }
 
 func (v *vma) bounds() (uintptr, uintptr) { return v.start, v.end }
@@ -26,6 +27,9 @@ func (v *vma) splitAt(addr uintptr) vma {
 	hi.start = addr
 	hi.fileOff = v.fileOff + uint64(addr-v.start)
 	v.end = addr
+	if hi.tracker != nil {
+		hi.tracker.Mapped(1) // one mapping more, as a split vma is on Linux
+	}
 	return hi
 }
 

@@ -49,6 +49,7 @@ func (f *fs) rootDir() *node {
 		file("filesystems", func() ([]byte, error) { return []byte(filesystems), nil }),
 		file("locks", locks),
 		{"sys", f.sysDir()},
+		{"sysvipc", f.sysvipcDir()},
 	}
 	return f.dir("", true, func() []child {
 		out := append([]child(nil), static...)

@@ -21,7 +21,8 @@ import (
 // namespaces of its own. The entries:
 //
 //	kernel/{hostname,osrelease,ostype,version,pid_max,threads-max,ngroups_max,
-//	        cap_last_cap,overflowuid,overflowgid,shmmax,shmall,shmmni}
+//	        cap_last_cap,overflowuid,overflowgid} and the System V limits
+//	        (sysvipc.go)
 //	kernel/random/{boot_id,uuid,entropy_avail,poolsize}
 //	vm/{overcommit_memory,overcommit_ratio,max_map_count,mmap_min_addr}
 //	fs/{file-max,nr_open,pipe-max-size}
@@ -41,7 +42,7 @@ func (f *fs) sysDir() *node {
 	hostname.writable(64, func(*kernel.Task, []byte) error { return unix.EPERM })
 	// boot_id names this boot of the sandbox; uuid is new at each read.
 	bootID := randomUUID()
-	kernelDir := dir("kernel",
+	kernelDir := dir("kernel", append(f.ipcSysctls(), // sysvipc.go
 		child{"hostname", hostname},
 		value("kernel/osrelease", kernel.Release), value("kernel/ostype", kernel.OSType),
 		value("kernel/version", kernel.Version),
@@ -52,13 +53,10 @@ func (f *fs) sysDir() *node {
 		number("kernel/ngroups_max", 65536),
 		number("kernel/cap_last_cap", unix.CAP_LAST_CAP),
 		number("kernel/overflowuid", 65534), number("kernel/overflowgid", 65534),
-		// Linux's defaults for System V shared memory.
-		number("kernel/shmmax", 18446744073692774399), number("kernel/shmall", 18446744073692774399),
-		number("kernel/shmmni", 4096),
 		dir("kernel/random", value("kernel/random/boot_id", bootID),
 			child{"uuid", f.file("sys/kernel/random/uuid", func() ([]byte, error) { return []byte(randomUUID() + "\n"), nil })},
 			number("kernel/random/entropy_avail", 256), number("kernel/random/poolsize", 256)),
-	)
+	)...)
 	return f.dir("sys", false, func() []child {
 		return []child{
 			kernelDir,
