@@ -8,6 +8,7 @@
 #   make test     everything CI runs: formatting, vet, unit, race, conformance
 #                 and integration tests (as root: they run real bundles in moat and runc)
 #   make build    bin/moat, bin/moat-bench, bin/moat-conformance
+#   make engines  moat and runc under podman, Docker and containerd (as root; installs them)
 #   make bench    compare moat with runc and gVisor; writes docs/benchmarks.*
 #   make conformance RUNTIME=runc|runsc|moat|PATH
 #                 run the conformance suite in a runtime; writes docs/conformance-RUNTIME.{txt,json}
@@ -35,7 +36,7 @@ RUNTIME ?= moat
 # busybox-static fills test root file systems, runc is the reference.
 DEB_PACKAGES := gcc libc6-dev binutils busybox-static runc
 
-.PHONY: all build deps unit race race-integration test demo conformance docs clean
+.PHONY: all build deps unit race race-integration test demo conformance docs clean engines
 
 all: build
 
@@ -60,7 +61,7 @@ deps:
 # integration's, and conformance's runs of its whole suite (natively, in
 # runc, in moat: TestSuite*). The rest of conformance is.
 MODULE := github.com/moat-sandbox/moat
-SANDBOX_PKGS := $(MODULE)/integration $(MODULE)/conformance
+SANDBOX_PKGS := $(MODULE)/integration $(MODULE)/conformance $(MODULE)/integration/engines
 SUITE_TESTS := ^TestSuite
 UNIT_PKGS = $(filter-out $(SANDBOX_PKGS),$(shell $(GO) list ./...))
 
@@ -90,6 +91,13 @@ test: deps build
 	$(MAKE) --no-print-directory unit race
 	MOAT_BINARY=$(abspath $(BIN)/moat) $(GO) test -count=1 -timeout 20m $(MODULE)/integration
 	MOAT_BINARY=$(abspath $(BIN)/moat) $(GO) test -count=1 -timeout 20m -run '$(SUITE_TESTS)' $(MODULE)/conformance
+	$(MAKE) --no-print-directory engines
+
+# engines runs moat (and runc, the reference) under podman, Docker and
+# containerd, which its tests install from Debian's packages on first use
+# (as root; a case skips, saying why, when its engine cannot be installed).
+engines: build
+	MOAT_BINARY=$(abspath $(BIN)/moat) $(GO) test -count=1 -timeout 10m $(MODULE)/integration/engines
 
 # race-integration runs the integration tests on a moat built with the race
 # detector (opt-in, as root: a second build and a second integration run). Its
