@@ -10,29 +10,53 @@ import (
 // image is the tag the cases run, imported into each engine.
 const image = "localhost/moat-engines-busybox:latest"
 
-// Every podman run says --pull never (nothing is ever pulled) and sets
-// RLIMIT_NOFILE and RLIMIT_NPROC: podman's defaults may be above the
-// host's hard limits, which runc, the reference, cannot raise.
-
-// podman is podman driving one OCI runtime.
-type podman struct {
-	t  *testing.T
-	rt runtimeUnderTest
+// client is an engine's command line driving one OCI runtime.
+type client struct {
+	t    *testing.T
+	rt   runtimeUnderTest
+	argv []string // the engine's command and the flags that pick rt
+	// extraRun are the engine's own flags for every run (Docker's
+	// --network none: its test daemon has no bridge).
+	extraRun []string
 }
 
-func (p podman) cmd(args ...string) result {
+// runFlags go with every `run`: nothing is ever pulled, and RLIMIT_NOFILE
+// and RLIMIT_NPROC are set, since the engines' defaults may be above the
+// host's hard limits, which runc, the reference, cannot raise.
+var runFlags = []string{"--pull", "never", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096"}
+
+// line is the engine's command line for args, with runFlags (and the
+// engine's own, extra) after a leading "run".
+func (p client) line(args []string) []string {
+	out := append([]string(nil), p.argv...)
+	if len(args) > 0 && args[0] == "run" {
+		out = append(append(append(out, "run"), runFlags...), p.extraRun...)
+		args = args[1:]
+	}
+	return append(out, args...)
+}
+
+func (p client) cmd(args ...string) result {
 	p.t.Helper()
-	return run(p.t, "podman", append([]string{"--runtime", p.rt.path}, args...)...)
+	l := p.line(args)
+	return run(p.t, l[0], l[1:]...)
 }
 
 // ok runs args and fails the test unless they succeed.
-func (p podman) ok(args ...string) string {
+func (p client) ok(args ...string) string {
 	p.t.Helper()
 	r := p.cmd(args...)
 	if r.code != 0 {
-		p.t.Fatalf("%s: podman %q: exit %d, stderr %q", p.rt.name, args, r.code, r.stderr)
+		p.t.Fatalf("%s: %q: exit %d, stderr %q", p.rt.name, append(p.argv, args...), r.code, r.stderr)
 	}
 	return r.stdout
+}
+
+// interact runs args on a terminal (see interact).
+func (p client) interact(prompt, input string, args ...string) (string, int) {
+	p.t.Helper()
+	l := p.line(args)
+	return interact(p.t, prompt, input, l[0], l[1:]...)
 }
 
 func TestPodman(t *testing.T) {
@@ -41,6 +65,14 @@ func TestPodman(t *testing.T) {
 	if r := run(t, "podman", "import", "-q", tarball, image); r.code != 0 {
 		t.Fatalf("podman import: %s", r.stderr)
 	}
+	runCases(t, func(rt runtimeUnderTest) client {
+		return client{t: t, rt: rt, argv: []string{"podman", "--runtime", rt.path}}
+	})
+}
+
+// runCases runs every case under each runtime through the engine whose
+// command line argv gives, and compares.
+func runCases(t *testing.T, clientOf func(runtimeUnderTest) client) {
 	host := t.TempDir()
 	if err := os.WriteFile(filepath.Join(host, "f"), []byte("from the host\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -52,47 +84,45 @@ func TestPodman(t *testing.T) {
 	// want says.
 	cases := []struct {
 		name string
-		run  func(p podman) string
+		run  func(p client) string
 		want string
 	}{
-		{"run", func(p podman) string {
-			return p.ok("run", "--rm", "--pull", "never", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", image, "echo", "hello")
+		{"run", func(p client) string {
+			return p.ok("run", "--rm", image, "echo", "hello")
 		}, "hello\n"},
-		{"exit status", func(p podman) string {
-			r := p.cmd("run", "--rm", "--pull", "never", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", image, "sh", "-c", "exit 7")
+		{"exit status", func(p client) string {
+			r := p.cmd("run", "--rm", image, "sh", "-c", "exit 7")
 			return itoa(r.code)
 		}, "7"},
-		{"bind mount read-only", func(p podman) string {
-			return p.ok("run", "--rm", "--pull", "never", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", "-v", host+":/data:ro", image, "sh", "-c",
+		{"bind mount read-only", func(p client) string {
+			return p.ok("run", "--rm", "-v", host+":/data:ro", image, "sh", "-c",
 				"cat /data/f; touch /data/g 2>/dev/null; echo $?")
 		}, "from the host\n1\n"},
-		{"read-only root with a tmpfs", func(p podman) string {
-			return p.ok("run", "--rm", "--pull", "never", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", "--read-only", "--tmpfs", "/scratch", image, "sh", "-c",
+		{"read-only root with a tmpfs", func(p client) string {
+			return p.ok("run", "--rm", "--read-only", "--tmpfs", "/scratch", image, "sh", "-c",
 				"touch /x 2>/dev/null; echo $?; touch /scratch/x && echo tmpfs-ok")
 		}, "1\ntmpfs-ok\n"},
-		{"user", func(p podman) string {
-			return p.ok("run", "--rm", "--pull", "never", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", "--user", "65534:65534", image, "id")
+		{"user", func(p client) string {
+			return p.ok("run", "--rm", "--user", "65534:65534", image, "id")
 		}, "uid=65534(nobody) gid=65534(nogroup) groups=65534(nogroup)\n"},
-		{"cap-drop", func(p podman) string {
-			return p.ok("run", "--rm", "--pull", "never", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", "--cap-drop", "ALL", image, "grep", "CapEff", "/proc/self/status")
+		{"cap-drop", func(p client) string {
+			return p.ok("run", "--rm", "--cap-drop", "ALL", image, "grep", "CapEff", "/proc/self/status")
 		}, "CapEff:\t0000000000000000\n"},
-		{"limits and seccomp profile accepted", func(p podman) string {
-			return p.ok("run", "--rm", "--pull", "never", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", "--memory", "64m", "--pids-limit", "50",
+		{"limits and seccomp profile accepted", func(p client) string {
+			return p.ok("run", "--rm", "--memory", "64m", "--pids-limit", "50",
 				"--security-opt", "seccomp="+profile, image, "echo", "ok")
 		}, "ok\n"},
-		{"detached life", podmanDetached, "started\n|in\n3|paused|running|137|removed"},
-		{"exec -it", func(p podman) string {
+		{"detached life", detachedLife, "started\n|in\n3|paused|running|137|removed"},
+		{"exec -it", func(p client) string {
 			name := "moat-engines-it-" + p.rt.name
 			p.cmd("rm", "-f", "-t", "0", name)
-			p.ok("run", "-d", "--name", name, "--pull", "never", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", image, "sleep", "1000")
+			p.ok("run", "-d", "--name", name, image, "sleep", "1000")
 			defer p.cmd("rm", "-f", "-t", "0", name)
-			shown, code := interact(p.t, "# ", "echo $((6*7))\rexit 3\r",
-				"podman", "--runtime", p.rt.path, "exec", "-it", name, "sh")
+			shown, code := p.interact("# ", "echo $((6*7))\rexit 3\r", "exec", "-it", name, "sh")
 			return boolStr(strings.Contains(shown, "42")) + "|" + itoa(code)
 		}, "true|3"},
-		{"run -it", func(p podman) string {
-			shown, code := interact(p.t, "# ", "tty\rexit 4\r",
-				"podman", "--runtime", p.rt.path, "run", "-it", "--rm", "--pull", "never", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", image, "sh")
+		{"run -it", func(p client) string {
+			shown, code := p.interact("# ", "tty\rexit 4\r", "run", "-it", "--rm", image, "sh")
 			return boolStr(strings.Contains(shown, "/dev/pts/0")) + "|" + itoa(code)
 		}, "true|4"},
 	}
@@ -101,7 +131,9 @@ func TestPodman(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			got := map[string]string{}
 			for _, rt := range rts {
-				got[rt.name] = c.run(podman{t, rt})
+				cl := clientOf(rt)
+				cl.t = t
+				got[rt.name] = c.run(cl)
 				if got[rt.name] != c.want {
 					t.Errorf("%s: %q, want %q", rt.name, got[rt.name], c.want)
 				}
@@ -113,13 +145,13 @@ func TestPodman(t *testing.T) {
 	}
 }
 
-// podmanDetached runs a container in the background through its life:
+// detachedLife runs a container in the background through its life:
 // exec and its status, logs, pause and unpause, stop (SIGTERM, which
 // init ignores, then SIGKILL), rm.
-func podmanDetached(p podman) string {
+func detachedLife(p client) string {
 	name := "moat-engines-d-" + p.rt.name
 	p.cmd("rm", "-f", "-t", "0", name)
-	p.ok("run", "-d", "--name", name, "--pull", "never", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", image, "sh", "-c", "echo started; exec sleep 1000")
+	p.ok("run", "-d", "--name", name, image, "sh", "-c", "echo started; exec sleep 1000")
 	defer p.cmd("rm", "-f", "-t", "0", name)
 	var out []string
 	waitFor(p.t, func() bool { return p.cmd("logs", name).stdout == "started\n" })
