@@ -9,6 +9,7 @@ import (
 
 	"github.com/moat-sandbox/moat/internal/bundle"
 	"github.com/moat-sandbox/moat/internal/state"
+	"github.com/moat-sandbox/moat/sentry/boot"
 )
 
 var createCommand = &command{
@@ -131,6 +132,7 @@ func createContainer(g *globalOptions, id string, co createOptions, detached boo
 		Created:     time.Now().UTC(),
 		Annotations: b.Spec.Annotations,
 		Recorded:    state.Creating,
+		Namespaces:  boot.JoinedNamespaces(b.Spec.Linux),
 	}
 	sb, err := startSandbox(g, dir, c, b, stdio)
 	if err != nil {

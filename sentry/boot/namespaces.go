@@ -1,0 +1,43 @@
+package boot
+
+import (
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// noteNamespaces logs, once each, the config's namespaces that name a
+// path to join (the network namespace podman, CNI or a pod sandbox made).
+// Every namespace a config asks for is the sandbox's own, made by the
+// sentry; joining one of the host's is not done: a network namespace
+// will be joined once the sandbox has a network (its stack will reach
+// the namespace's interface), and the others have no meaning for a
+// kernel of the sandbox's own.
+func noteNamespaces(l *specs.Linux, log func(string, ...any)) {
+	if l == nil {
+		return
+	}
+	for _, ns := range l.Namespaces {
+		if ns.Path == "" {
+			continue
+		}
+		if ns.Type == specs.NetworkNamespace {
+			log("namespaces: network namespace %s recorded, not joined: the sandbox has no network yet", ns.Path)
+		} else {
+			log("namespaces: %s namespace %s not joined: the sandbox's kernel has its own", ns.Type, ns.Path)
+		}
+	}
+}
+
+// JoinedNamespaces lists the config's namespaces that name a path, for
+// the container's record.
+func JoinedNamespaces(l *specs.Linux) []specs.LinuxNamespace {
+	if l == nil {
+		return nil
+	}
+	var out []specs.LinuxNamespace
+	for _, ns := range l.Namespaces {
+		if ns.Path != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
