@@ -100,6 +100,18 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		control.BootControlFD: controlListener,
 		control.BootSetupFD:   sentrySetupEnd,
 	}
+	var overlayMemory int64
+	if !b.Spec.Root.Readonly && writes == bundle.WritesOverlay {
+		if overlayMemory, err = b.OverlayMemory(); err != nil {
+			return nil, err
+		}
+		spill, err := dir.SpillFile()
+		if err != nil {
+			return nil, err
+		}
+		defer spill.Close()
+		sentryFDs[control.BootSpillFD] = spill
+	}
 	var bindIndexes []int
 	for i, m := range b.Binds {
 		goferArgs = append(goferArgs, "--bind", bindArg(m))
@@ -158,7 +170,8 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		Debug:     g.debug,
 		Binds:     bindIndexes,
 
-		RootfsWrites: writes,
+		RootfsWrites:  writes,
+		OverlayMemory: overlayMemory,
 	}
 	if err := handshake(cliSetupEnd, setup); err != nil {
 		if errors.Is(err, errSentryQuit) {

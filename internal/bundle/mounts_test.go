@@ -85,3 +85,38 @@ func TestRootfsWritesAnnotation(t *testing.T) {
 		t.Errorf("bad annotation: %v", err)
 	}
 }
+
+func TestOverlayMemoryAnnotation(t *testing.T) {
+	for _, c := range []struct {
+		annotations string
+		want        int64
+		bad         bool
+	}{
+		{`{}`, DefaultOverlayMemory, false},
+		{`{"dev.moat.overlay-memory": "1048576"}`, 1 << 20, false},
+		{`{"dev.moat.overlay-memory": "64k"}`, 64 << 10, false},
+		{`{"dev.moat.overlay-memory": "8M"}`, 8 << 20, false},
+		{`{"dev.moat.overlay-memory": "2g"}`, 2 << 30, false},
+		{`{"dev.moat.overlay-memory": "0"}`, 0, true},
+		{`{"dev.moat.overlay-memory": "-5m"}`, 0, true},
+		{`{"dev.moat.overlay-memory": "lots"}`, 0, true},
+		{`{"dev.moat.overlay-memory": "99999999999g"}`, 0, true},
+	} {
+		dir := writeBundle(t, `{"ociVersion": "1.0.2", "process": {"args": ["sh"], "cwd": "/"},
+			"root": {"path": "rootfs"}, "annotations": `+c.annotations+`}`)
+		b, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.OverlayMemory()
+		if c.bad {
+			if err == nil || !strings.Contains(err.Error(), `annotations["dev.moat.overlay-memory"]`) {
+				t.Errorf("%s: %d, %v, want an error naming the annotation", c.annotations, got, err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s: %d, %v, want %d", c.annotations, got, err, c.want)
+		}
+	}
+}

@@ -23,9 +23,12 @@ const (
 	BootGoferFD   = 3 // SOCK_SEQPACKET to the gofer
 	BootControlFD = 4 // listening unix stream socket at <state dir>/control.sock
 	BootSetupFD   = 5 // unix stream socket: Setup in, one Response out
+	// BootSpillFD is the unnamed host file an overlay root's upper layer
+	// spills to, when Setup.OverlayMemory is set.
+	BootSpillFD = 6
 	// BootBindFD0 is the gofer socket of the first bind mount in
 	// Setup.Binds, BootBindFD0+1 of the second, and so on.
-	BootBindFD0 = 6
+	BootBindFD0 = 7
 )
 
 // The sockets that `moat gofer` serves on: the root file system's, then
@@ -51,6 +54,10 @@ type Setup struct {
 	// bundle.WritesOverlay (an upper layer in the sandbox, over the image
 	// that the gofer serves read-only) or bundle.WritesHost.
 	RootfsWrites string `json:"rootfsWrites,omitempty"`
+	// OverlayMemory, for an overlay root, is how many bytes of the upper
+	// layer's file data stay in memory; past them, data moves to the file
+	// on BootSpillFD.
+	OverlayMemory int64 `json:"overlayMemory,omitempty"`
 }
 
 // Request is one control-socket call.

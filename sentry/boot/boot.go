@@ -29,6 +29,7 @@ import (
 	"github.com/moat-sandbox/moat/sentry/fs/tmpfs"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/memfile"
+	"github.com/moat-sandbox/moat/sentry/mm"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 	"github.com/moat-sandbox/moat/syscalls"
 )
@@ -47,7 +48,6 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	if spec == nil || spec.Process == nil || spec.Root == nil {
 		return nil, fmt.Errorf("setup has no process or root")
 	}
-	noteNamespaces(spec.Linux, log)
 	hw, err := readAuxv()
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func readAuxv() (hostCPU, error) {
 // exists. Other mount types are not supported yet and are logged.
 func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, log func(string, ...any)) (vfs.Path, []procMount, error) {
 	spec := setup.Spec
-	root, err := mountRoot(spec.Root.Readonly, setup.RootfsWrites, c, mf)
+	root, err := mountRoot(spec.Root.Readonly, setup.RootfsWrites, setup.OverlayMemory, c, mf)
 	if err != nil {
 		return vfs.Path{}, nil, fmt.Errorf("mount the root file system: %w", err)
 	}
@@ -211,9 +211,11 @@ func mountFS(root vfs.Path, m specs.Mount, mf *memfile.File, log func(string, ..
 
 // mountRoot makes the root file system: the image through the gofer, alone
 // if it is read-only or written through to the host, else under an overlay
-// whose upper layer is a tmpfs (the default: the image is never written). An
-// image that does not change has its files' pages cached in mf.
-func mountRoot(readonly bool, writes string, c *gofer.Client, mf *memfile.File) (vfs.Path, error) {
+// whose upper layer is a tmpfs (the default: the image is never written),
+// which keeps overlayMemory bytes of file data in mf and spills the rest to
+// the file on control.BootSpillFD. An image that does not change has its
+// files' pages cached in mf.
+func mountRoot(readonly bool, writes string, overlayMemory int64, c *gofer.Client, mf *memfile.File) (vfs.Path, error) {
 	if !readonly && writes == bundle.WritesHost {
 		d, err := goferfs.New(c, mf, false)
 		if err != nil {
@@ -228,8 +230,11 @@ func mountRoot(readonly bool, writes string, c *gofer.Client, mf *memfile.File) 
 	if readonly {
 		return vfs.NewRootMount(image, "9p", unix.MS_RDONLY).Root(), nil
 	}
-	upper := tmpfs.New(mf, tmpfs.DefaultOptions())
-	d, err := overlay.New(image, upper)
+	opts := tmpfs.DefaultOptions()
+	if overlayMemory > 0 {
+		opts.Spill = mm.NewSpill(control.BootSpillFD, overlayMemory)
+	}
+	d, err := overlay.New(image, tmpfs.New(mf, opts))
 	if err != nil {
 		return vfs.Path{}, err
 	}

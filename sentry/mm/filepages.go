@@ -34,10 +34,16 @@ type FilePages struct {
 	// backing, for the cache of a file kept elsewhere (a host file),
 	// fills each chunk when it is made, and takes the pages back on Sync.
 	backing Backing
+	// spill, if set, takes chunks out of the memory file when the chunks
+	// of all the FilePages sharing it pass its limit (spill.go).
+	spill *Spill
 
 	mu     sync.Mutex
 	chunks map[int64]*chunk // by index: file offset / ChunkSize
-	used   int64            // pages holding data, as accounted
+	// out are the chunks moved to the spill, by index; an index is in
+	// chunks or out or neither (a hole).
+	out  map[int64]*spilled
+	used int64 // pages holding data, as accounted
 }
 
 // chunk is ChunkSize bytes of the memory file; used marks its pages that
@@ -51,6 +57,14 @@ type chunk struct {
 // NewFilePages returns an empty file's pages. account may be nil.
 func NewFilePages(mf *memfile.File, account func(n int64) error) *FilePages {
 	return &FilePages{mf: mf, account: account, chunks: make(map[int64]*chunk)}
+}
+
+// NewSpillingPages returns an empty file's pages that move out to s when
+// its chunks in the memory file pass its limit.
+func NewSpillingPages(mf *memfile.File, account func(n int64) error, s *Spill) *FilePages {
+	p := NewFilePages(mf, account)
+	p.spill, p.out = s, make(map[int64]*spilled)
+	return p
 }
 
 // Backing is the file a cache of FilePages stands for.
@@ -120,8 +134,8 @@ func (p *FilePages) Mapped() bool {
 }
 
 // ReadAt copies the bytes at off into b; holes read as zeros. The caller
-// bounds b by the file's size.
-func (p *FilePages) ReadAt(b []byte, off int64) {
+// bounds b by the file's size. It fails only reading a spilled chunk.
+func (p *FilePages) ReadAt(b []byte, off int64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for len(b) > 0 {
@@ -129,10 +143,28 @@ func (p *FilePages) ReadAt(b []byte, off int64) {
 		k := min(int64(len(b)), ChunkSize-in)
 		if c := p.chunks[idx]; c != nil {
 			copy(b[:k], p.mf.Slice(c.off+uint64(in), uint64(k)))
+		} else if o := p.out[idx]; o != nil {
+			if err := p.spill.load(o.slot, b[:k], in); err != nil {
+				return err
+			}
+			clearUnused(b[:k], in, o.used)
 		} else {
 			clear(b[:k])
 		}
 		b, off = b[k:], off+k
+	}
+	return nil
+}
+
+// clearUnused zeroes the parts of b, bytes [in, in+len(b)) of a chunk,
+// that lie in pages used does not mark.
+func clearUnused(b []byte, in int64, used uint16) {
+	for pos := in; pos < in+int64(len(b)); {
+		end := min((pos/PageSize+1)*PageSize, in+int64(len(b)))
+		if used&(1<<(pos/PageSize)) == 0 {
+			clear(b[pos-in : end-in])
+		}
+		pos = end
 	}
 }
 
@@ -155,7 +187,34 @@ func (p *FilePages) WriteAt(b []byte, off int64) (int, error) {
 		}
 		done += copy(p.mf.Slice(p.chunks[idx].off+uint64(in), uint64(k)), b[done:])
 	}
+	if p.spill != nil && done > 0 && p.spill.over() {
+		// The chunk the write ended in stays: the next write likely goes on
+		// there.
+		p.spillOutLocked((off + int64(done) - 1) / ChunkSize)
+	}
 	return done, nil
+}
+
+// spillOutLocked moves the file's chunks but keep out to the spill, while
+// the spill is past its limit, skipping those a mapping holds. A host
+// error leaves the chunk where it is.
+func (p *FilePages) spillOutLocked(keep int64) {
+	for idx, c := range p.chunks {
+		if !p.spill.over() {
+			return
+		}
+		if idx == keep || !p.mf.Exclusive(c.off, ChunkSize) {
+			continue
+		}
+		slot, err := p.spill.store(p.mf.Slice(c.off, ChunkSize))
+		if err != nil {
+			return
+		}
+		p.mf.DecRef(c.off, ChunkSize)
+		delete(p.chunks, idx)
+		p.out[idx] = &spilled{slot: slot, used: c.used}
+		p.spill.resident.Add(-1)
+	}
 }
 
 // Allocate makes [off, off+length) hold data, as fallocate does, so that
@@ -179,15 +238,23 @@ func (p *FilePages) Allocate(off, length int64) error {
 }
 
 // ensureLocked allocates the missing chunks of [first, last], each run of
-// missing neighbours as one range of the memory file.
+// missing neighbours as one range of the memory file, and brings spilled
+// ones back in.
 func (p *FilePages) ensureLocked(first, last int64) error {
 	for idx := first; idx <= last; {
 		if p.chunks[idx] != nil {
 			idx++
 			continue
 		}
+		if o := p.out[idx]; o != nil {
+			if err := p.spillInLocked(idx, o); err != nil {
+				return err
+			}
+			idx++
+			continue
+		}
 		end := idx
-		for end+1 <= last && p.chunks[end+1] == nil {
+		for end+1 <= last && p.chunks[end+1] == nil && p.out[end+1] == nil {
 			end++
 		}
 		n := end - idx + 1
@@ -204,8 +271,30 @@ func (p *FilePages) ensureLocked(first, last int64) error {
 		for k := int64(0); k < n; k++ {
 			p.chunks[idx+k] = &chunk{off: off + uint64(k*ChunkSize)}
 		}
+		if p.spill != nil {
+			p.spill.resident.Add(n)
+		}
 		idx = end + 1
 	}
+	return nil
+}
+
+// spillInLocked brings chunk idx, spilled as o, back into the memory file.
+func (p *FilePages) spillInLocked(idx int64, o *spilled) error {
+	off, err := p.mf.Allocate(ChunkSize)
+	if err != nil {
+		return err
+	}
+	b := p.mf.Slice(off, ChunkSize)
+	if err := p.spill.load(o.slot, b, 0); err != nil {
+		p.mf.DecRef(off, ChunkSize)
+		return err
+	}
+	clearUnused(b, 0, o.used)
+	p.spill.release(o.slot)
+	delete(p.out, idx)
+	p.chunks[idx] = &chunk{off: off, used: o.used}
+	p.spill.resident.Add(1)
 	return nil
 }
 
@@ -248,35 +337,62 @@ func (p *FilePages) Truncate(size int64) {
 	keep := (size + ChunkSize - 1) / ChunkSize
 	for idx, c := range p.chunks {
 		if idx >= keep {
-			p.dropLocked(c)
-			delete(p.chunks, idx)
+			p.dropLocked(idx, c)
 		}
 	}
-	if in := size % ChunkSize; in != 0 {
-		if c := p.chunks[size/ChunkSize]; c != nil {
-			clear(p.mf.Slice(c.off+uint64(in), uint64(ChunkSize-in)))
-			var gone uint16
-			for pg := (in + PageSize - 1) / PageSize; pg < pagesPerChunk; pg++ {
-				gone |= 1 << pg
-			}
-			p.unmarkLocked(c, gone)
+	for idx, o := range p.out {
+		if idx >= keep {
+			p.dropOutLocked(idx, o)
 		}
+	}
+	in, idx := size%ChunkSize, size/ChunkSize
+	if in == 0 {
+		return
+	}
+	if o := p.out[idx]; o != nil && in%PageSize != 0 {
+		// The page that holds the new end is cleared past it in memory.
+		// Should the host fail to give the chunk back, those bytes keep
+		// what the file held there.
+		p.spillInLocked(idx, o)
+	}
+	var gone uint16
+	for pg := (in + PageSize - 1) / PageSize; pg < pagesPerChunk; pg++ {
+		gone |= 1 << pg
+	}
+	if c := p.chunks[idx]; c != nil {
+		clear(p.mf.Slice(c.off+uint64(in), uint64(ChunkSize-in)))
+		p.unmarkLocked(&c.used, gone)
+	} else if o := p.out[idx]; o != nil {
+		p.unmarkLocked(&o.used, gone)
 	}
 }
 
-// dropLocked gives back chunk c.
-func (p *FilePages) dropLocked(c *chunk) {
-	p.unmarkLocked(c, c.used)
+// dropLocked gives back chunk idx, c.
+func (p *FilePages) dropLocked(idx int64, c *chunk) {
+	p.unmarkLocked(&c.used, c.used)
 	p.mf.DecRef(c.off, ChunkSize)
+	delete(p.chunks, idx)
+	if p.spill != nil {
+		p.spill.resident.Add(-1)
+	}
 }
 
-func (p *FilePages) unmarkLocked(c *chunk, gone uint16) {
-	gone &= c.used
+// dropOutLocked gives back spilled chunk idx, o.
+func (p *FilePages) dropOutLocked(idx int64, o *spilled) {
+	p.unmarkLocked(&o.used, o.used)
+	p.spill.release(o.slot)
+	delete(p.out, idx)
+}
+
+// unmarkLocked records that the pages gone of a chunk whose used bits
+// are *used no longer hold data.
+func (p *FilePages) unmarkLocked(used *uint16, gone uint16) {
+	gone &= *used
 	if gone == 0 {
 		return
 	}
 	k := int64(popcount(gone))
-	c.used &^= gone
+	*used &^= gone
 	p.used -= k
 	if p.account != nil {
 		p.account(-k)
@@ -288,8 +404,10 @@ func (p *FilePages) Release() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for idx, c := range p.chunks {
-		p.dropLocked(c)
-		delete(p.chunks, idx)
+		p.dropLocked(idx, c)
+	}
+	for idx, o := range p.out {
+		p.dropOutLocked(idx, o)
 	}
 }
 
@@ -352,14 +470,18 @@ func (p *FilePages) Holes(off, length int64) []PageRange {
 	}
 	end := (off + length + PageSize - 1) &^ (PageSize - 1)
 	for pos := off &^ (PageSize - 1); pos < end; {
-		c := p.chunks[pos/ChunkSize]
-		if c == nil {
+		var used uint16
+		if c := p.chunks[pos/ChunkSize]; c != nil {
+			used = c.used
+		} else if o := p.out[pos/ChunkSize]; o != nil {
+			used = o.used
+		} else {
 			next := min((pos/ChunkSize+1)*ChunkSize, end)
 			add(pos, next-pos)
 			pos = next
 			continue
 		}
-		if c.used&(1<<((pos%ChunkSize)/PageSize)) == 0 {
+		if used&(1<<((pos%ChunkSize)/PageSize)) == 0 {
 			add(pos, PageSize)
 		}
 		pos += PageSize
@@ -374,16 +496,18 @@ func (p *FilePages) Deallocate(off, length int64) {
 	defer p.mu.Unlock()
 	for pos := off; pos < off+length; pos += PageSize {
 		idx := pos / ChunkSize
-		c := p.chunks[idx]
-		if c == nil {
+		bit := uint16(1) << ((pos % ChunkSize) / PageSize)
+		if c := p.chunks[idx]; c != nil {
+			clear(p.mf.Slice(c.off+uint64(pos%ChunkSize), PageSize))
+			if p.unmarkLocked(&c.used, bit); c.used == 0 {
+				p.dropLocked(idx, c)
+			}
+		} else if o := p.out[idx]; o != nil {
+			if p.unmarkLocked(&o.used, bit); o.used == 0 {
+				p.dropOutLocked(idx, o)
+			}
+		} else {
 			pos = (idx+1)*ChunkSize - PageSize // the next chunk
-			continue
-		}
-		clear(p.mf.Slice(c.off+uint64(pos%ChunkSize), PageSize))
-		p.unmarkLocked(c, 1<<((pos%ChunkSize)/PageSize))
-		if c.used == 0 {
-			p.mf.DecRef(c.off, ChunkSize)
-			delete(p.chunks, idx)
 		}
 	}
 }

@@ -31,8 +31,14 @@ func (f *file) Read(dst *vfs.IOSeq, off int64) (int, error) {
 		defer n.mu.Unlock()
 		done := 0
 		for _, b := range bufs {
-			k := n.readLocked(b, off+int64(done))
+			k, err := n.readLocked(b, off+int64(done))
 			done += k
+			if err != nil {
+				if done > 0 {
+					break
+				}
+				return 0, err
+			}
 			if k < len(b) {
 				break
 			}
@@ -50,7 +56,10 @@ func (f *file) ReadAt(dst []byte, off int64) (int, error) {
 	n := f.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	k := n.readLocked(dst, off)
+	k, err := n.readLocked(dst, off)
+	if err != nil {
+		return 0, err
+	}
 	if k < len(dst) {
 		return k, io.EOF
 	}
@@ -68,14 +77,17 @@ func (n *inode) touchAtimeLocked() {
 }
 
 // readLocked copies the file's bytes from off into b, up to the end of
-// the file, and returns how many it copied.
-func (n *inode) readLocked(b []byte, off int64) int {
+// the file, and returns how many it copied. It fails (EIO) only when the
+// host cannot read data the upper layer spilled to it.
+func (n *inode) readLocked(b []byte, off int64) (int, error) {
 	if off >= n.size {
-		return 0
+		return 0, nil
 	}
 	b = b[:min(int64(len(b)), n.size-off)]
-	n.data.ReadAt(b, off)
-	return len(b)
+	if err := n.data.ReadAt(b, off); err != nil {
+		return 0, unix.EIO
+	}
+	return len(b), nil
 }
 
 // Write implements vfs.FileImpl. Past the end of the file it leaves a hole

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/moat-sandbox/moat/sentry/mm"
 	"golang.org/x/sys/unix"
 )
 
@@ -12,7 +13,10 @@ import (
 type Options struct {
 	Mode     uint32 // the root directory's permission bits
 	UID, GID uint32 // the root directory's owner
-	Size     int64  // bytes; 0 is no limit but memory
+	Size     int64  // bytes; 0 is no limit but memory (and the spill's)
+	// Spill, for an overlay's upper layer, takes file data past its
+	// memory limit out to a host file.
+	Spill *mm.Spill
 }
 
 // DefaultOptions are what a tmpfs mounted without data gets, as on Linux.

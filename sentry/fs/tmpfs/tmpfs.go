@@ -33,6 +33,8 @@ type fs struct {
 	dev  uint64
 	inos atomic.Uint64
 	mf   *memfile.File // holds the files' data
+	// spill, if set, takes data past its limit out of mf (Options.Spill).
+	spill *mm.Spill
 
 	// mu serialises changes to names (create, link, unlink, rename), so
 	// that those may lock several inodes; everything else locks one.
@@ -83,12 +85,15 @@ type entry struct {
 // mf. Without a size limit, the limit is the host's memory, as it is in
 // effect.
 func New(mf *memfile.File, opts Options) *vfs.Dentry {
-	f := &fs{dev: vfs.NewAnonDev(), mf: mf, maxPages: (opts.Size + pageSize - 1) / pageSize}
+	f := &fs{dev: vfs.NewAnonDev(), mf: mf, spill: opts.Spill, maxPages: (opts.Size + pageSize - 1) / pageSize}
 	if f.maxPages == 0 {
 		var si unix.Sysinfo_t
 		f.maxPages = math.MaxInt64
 		if err := unix.Sysinfo(&si); err == nil && si.Totalram > 0 {
 			f.maxPages = int64(uint64(si.Totalram) * uint64(si.Unit) / pageSize)
+			if f.spill != nil {
+				f.maxPages += f.spill.Capacity() / pageSize
+			}
 		}
 	}
 	root := f.newInode(unix.S_IFDIR|opts.Mode&0o7777, opts.UID, opts.GID, now())
@@ -111,7 +116,11 @@ func (f *fs) newInode(mode, uid, gid uint32, t unix.Timespec) *inode {
 		n.entries = make(map[string]*entry)
 		n.size = 2 * bogoDirentSize
 	case unix.S_IFREG:
-		n.data = mm.NewFilePages(f.mf, f.account)
+		if f.spill != nil {
+			n.data = mm.NewSpillingPages(f.mf, f.account, f.spill)
+		} else {
+			n.data = mm.NewFilePages(f.mf, f.account)
+		}
 	}
 	f.inodes.Add(1)
 	return n
