@@ -11,6 +11,10 @@ const (
 	noteXattr     = "user., trusted. and security. attributes, on regular files and directories of the gofer's trees and on any tmpfs file; system. (POSIX ACLs) answers EOPNOTSUPP"
 	noteInotify   = "events for what the guest does through the sentry; changes the host makes behind a bind mount are not seen, nor writes through shared mappings (Linux reports neither); max_user_watches and max_user_instances are not enforced"
 	noteSched     = "policies, priorities and nice values are kept per thread and reported as Linux reports them; the host schedules every guest thread alike"
+	noteSocket    = "AF_UNIX (stream, datagram, seqpacket); other families answer EAFNOSUPPORT"
+	noteSendmsg   = "AF_UNIX takes SCM_RIGHTS and SCM_CREDENTIALS; MSG_OOB is EOPNOTSUPP"
+	noteRecvmsg   = "no MSG_OOB, MSG_ERRQUEUE or SO_PEEK_OFF offsets"
+	noteSockopt   = "SOL_SOCKET options of AF_UNIX (SO_PEERGROUPS and SO_PEERSEC answer ENOPROTOOPT)"
 	noteMapEOF    = "a file's pages past its end when mapped stay SIGBUS if the file grows later, and a tmpfs size limit does not count pages first written through a mapping"
 
 	noteMountsInside = "until mounts inside the sandbox's own tree (issue #14)"
@@ -83,21 +87,21 @@ var table = [...]Entry{
 	38:  partial("setitimer", Setitimer, noteCPUTimers),
 	39:  full("getpid", Getpid),
 	40:  full("sendfile", Sendfile),
-	41:  notYet("socket", areaNet),
-	42:  notYet("connect", areaNet),
-	43:  notYet("accept", areaNet),
-	44:  notYet("sendto", areaNet),
-	45:  notYet("recvfrom", areaNet),
-	46:  notYet("sendmsg", areaNet),
-	47:  notYet("recvmsg", areaNet),
-	48:  notYet("shutdown", areaNet),
-	49:  notYet("bind", areaNet),
-	50:  notYet("listen", areaNet),
-	51:  notYet("getsockname", areaNet),
-	52:  notYet("getpeername", areaNet),
-	53:  notYet("socketpair", areaNet),
-	54:  notYet("setsockopt", areaNet),
-	55:  notYet("getsockopt", areaNet),
+	41:  partial("socket", Socket, noteSocket),
+	42:  full("connect", Connect),
+	43:  full("accept", Accept),
+	44:  full("sendto", Sendto),
+	45:  full("recvfrom", Recvfrom),
+	46:  partial("sendmsg", Sendmsg, noteSendmsg),
+	47:  partial("recvmsg", Recvmsg, noteRecvmsg),
+	48:  full("shutdown", Shutdown),
+	49:  full("bind", Bind),
+	50:  full("listen", Listen),
+	51:  full("getsockname", Getsockname),
+	52:  full("getpeername", Getpeername),
+	53:  full("socketpair", Socketpair),
+	54:  partial("setsockopt", Setsockopt, noteSockopt),
+	55:  partial("getsockopt", Getsockopt, noteSockopt),
 	56:  full("clone", Clone),
 	57:  full("fork", Fork),
 	58:  full("vfork", Vfork),
@@ -330,7 +334,7 @@ var table = [...]Entry{
 	285: partial("fallocate", Fallocate, "mode 0 only; other modes EOPNOTSUPP"),
 	286: full("timerfd_settime", TimerfdSettime),
 	287: full("timerfd_gettime", TimerfdGettime),
-	288: notYet("accept4", areaNet),
+	288: full("accept4", Accept4),
 	289: full("signalfd4", Signalfd4),
 	290: full("eventfd2", Eventfd2),
 	291: full("epoll_create1", EpollCreate1),
@@ -341,7 +345,7 @@ var table = [...]Entry{
 	296: full("pwritev", Pwritev),
 	297: full("rt_tgsigqueueinfo", RtTgsigqueueinfo),
 	298: byDesign("perf_event_open", unix.EACCES, "the host's performance counters and kernel tracing; Linux gives EACCES without CAP_PERFMON at perf_event_paranoid 3 (Debian's default), and for kernel events at 2"),
-	299: notYet("recvmmsg", areaNet),
+	299: partial("recvmmsg", Recvmmsg, noteRecvmsg),
 	300: needsPrivilege("fanotify_init", unix.EPERM, "CAP_SYS_ADMIN", ""),
 	301: needsPrivilege("fanotify_mark", unix.EINVAL, "CAP_SYS_ADMIN", "for the group fanotify_init makes: Linux gives EINVAL for a descriptor that is not one"),
 	302: full("prlimit64", Prlimit64),
@@ -349,7 +353,7 @@ var table = [...]Entry{
 	304: needsPrivilege("open_by_handle_at", unix.EPERM, "CAP_DAC_READ_SEARCH", ""),
 	305: notYet("clock_adjtime", areaClockState),
 	306: full("syncfs", Syncfs),
-	307: notYet("sendmmsg", areaNet),
+	307: partial("sendmmsg", Sendmmsg, noteSendmsg),
 	308: needsPrivilege("setns", unix.EPERM, "CAP_SYS_ADMIN", "until namespaces inside the sandbox (issue #14)"),
 	309: full("getcpu", Getcpu),
 	310: notYet("process_vm_readv", areaProcAttr),

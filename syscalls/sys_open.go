@@ -177,6 +177,8 @@ func openPath(t *kernel.Task, p vfs.Path, flags int, created bool) (*vfs.File, e
 		impl, err = o.OpenContext(t, flags) // a pipe or host file reopened through /proc/<pid>/fd
 	} else if st.Type() == unix.S_IFIFO {
 		impl, err = pipe.OpenNamed(ino, t, flags) // the sentry's pipe, on any file system
+	} else if st.Type() == unix.S_IFSOCK {
+		err = unix.ENXIO // a socket is reached by connect, never by open (sock_no_open)
 	} else if o, ok := ino.(kernel.TTYOpener); ok {
 		impl, err = o.OpenTask(t, flags) // /dev/tty, a pty: the opener matters
 	} else {
