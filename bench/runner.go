@@ -179,7 +179,11 @@ func (s *session) measure(ctx context.Context, w Workload, p plan, runtimes []Ru
 		return wr, nil
 	}
 	wr.Argv = w.argv(s.cfg.Iterations, s.cfg.Budget)
-	spec := newSpec(wr.Argv, s.data, w.WritableRoot)
+	containerArgv := wr.Argv
+	if w.Kind == Exec {
+		containerArgv = Hold
+	}
+	spec := newSpec(containerArgv, s.data, w.WritableRoot)
 	if err := ocirun.WriteSpec(s.bundle, spec); err != nil {
 		return wr, err
 	}
@@ -219,6 +223,13 @@ func (s *session) measure(ctx context.Context, w Workload, p plan, runtimes []Ru
 func (s *session) once(ctx context.Context, in *instance, w Workload, spec *specs.Spec) (float64, error) {
 	s.runs++
 	id := fmt.Sprintf("moat-bench-%d-%d", os.Getpid(), s.runs)
+	if w.Kind == Exec {
+		took, err := in.exec(ctx, id, spec, w.Argv, s.cfg.Timeout, s.out)
+		if err != nil {
+			return 0, err
+		}
+		return float64(took) / float64(time.Millisecond), nil
+	}
 	wall, err := in.run(ctx, id, spec, s.cfg.Timeout, s.out)
 	if err != nil {
 		return 0, err

@@ -21,7 +21,14 @@ const (
 	// Micro workloads time themselves inside the container and print one
 	// line `RESULT <name> <value> <unit>` (workloads/bench.h).
 	Micro Kind = "micro"
+	// Exec workloads are timed from outside too: the figure is the wall
+	// time of one `RUNTIME exec ID ARGV` into a container already running
+	// (its process holds it up, Hold); natively, of running ARGV.
+	Exec Kind = "exec"
 )
+
+// Hold is what an Exec workload's container runs meanwhile.
+var Hold = []string{"/bin/sleep", "3600"}
 
 // Workload is one thing measured under every runtime. Lower figures are
 // better for all of them, so that ratios read the same way everywhere.
@@ -35,7 +42,8 @@ type Workload struct {
 	// `/bench/<Program> ITERATIONS BUDGET_MS`.
 	Program    string
 	Iterations int64 // default for a Micro workload
-	// Argv is what a Wall workload runs in the container.
+	// Argv is what a Wall workload runs in the container, or what an
+	// Exec workload execs into it.
 	Argv []string
 	// Args follow ITERATIONS and BUDGET_MS on a Micro workload's command
 	// line.
@@ -54,6 +62,11 @@ var Workloads = []Workload{
 		Name: "run-true", Kind: Wall, Unit: "ms",
 		What: "whole-container start-up: create, start, wait for and delete a container whose process is /bin/true",
 		Argv: []string{"/bin/true"}, Needs: []string{"/bin/true"},
+	},
+	{
+		Name: "exec-true", Kind: Exec, Unit: "ms",
+		What: "exec of /bin/true into a running container, from the runtime's exec to its exit",
+		Argv: []string{"/bin/true"}, Needs: []string{"/bin/true", "/bin/sleep"},
 	},
 	{
 		Name: "getppid", Kind: Micro, Unit: "ns/op", Program: "getppid", Iterations: 1_000_000,
@@ -137,7 +150,7 @@ func SelectWorkloads(names []string) ([]Workload, error) {
 
 // argv is what the container runs for this workload.
 func (w Workload) argv(iterations int64, budget time.Duration) []string {
-	if w.Kind == Wall {
+	if w.Kind == Wall || w.Kind == Exec {
 		return w.Argv
 	}
 	if iterations <= 0 {
