@@ -1,7 +1,6 @@
 package engines
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -108,17 +107,22 @@ type result struct {
 	code           int
 }
 
-// run runs name with args under commandTimeout, stdin empty.
+// run runs name with args under commandTimeout, stdin empty. Its output
+// goes to files, not pipes: a detached container keeps the stdio it was
+// given, and a pipe would not end with the command.
 func run(t *testing.T, name string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.WaitDelay = 5 * time.Second
+	out, errf := outputFile(t), outputFile(t)
+	defer out.Close()
+	defer errf.Close()
+	cmd.Stdout, cmd.Stderr = out, errf
 	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
+	stdout, _ := os.ReadFile(out.Name())
+	stderr, _ := os.ReadFile(errf.Name())
+	r := result{stdout: string(stdout), stderr: string(stderr)}
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
@@ -130,6 +134,15 @@ func run(t *testing.T, name string, args ...string) result {
 		t.Fatalf("%s %q did not finish within %v; stderr %q", name, args, commandTimeout, r.stderr)
 	}
 	return r
+}
+
+func outputFile(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // busyboxRootfs is a directory holding Debian's static busybox with the
