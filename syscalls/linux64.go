@@ -18,6 +18,7 @@ const (
 	noteMapEOF    = "a file's pages past its end when mapped stay SIGBUS if the file grows later, and a tmpfs size limit does not count pages first written through a mapping"
 
 	noteMountsInside = "until mounts inside the sandbox's own tree (issue #14)"
+	notePtrace       = "between the sandbox's tasks, under YAMA's ptrace_scope 1; hardware breakpoints and watchpoints are not armed (a DR7 that enables one is ENOSPC), PTRACE_PEEKSIGINFO, PTRACE_GET_THREAD_AREA, PTRACE_SINGLEBLOCK and the seccomp requests answer EIO, there is no PTRACE_EVENT_SECCOMP, and segment registers cannot be changed"
 	noteReserved     = "reserved: Linux has never implemented it and answers ENOSYS"
 	noteOneNode      = "the sandbox has one memory node: Linux built without NUMA answers ENOSYS, which libnuma reads as NUMA unavailable"
 )
@@ -30,7 +31,6 @@ const (
 	areaNet        = "sockets and networking, issue #11"
 	areaMQ         = "POSIX message queues, issue #14"
 	areaTimers     = "POSIX timers, issue #14"
-	areaPtrace     = "ptrace inside the sandbox, issue #14"
 	areaProcAttr   = "process attributes, issue #14"
 	areaPidfd      = "pidfds, issue #14"
 	areaNamespaces = "namespaces and mounts inside the sandbox, issue #14"
@@ -147,7 +147,7 @@ var table = [...]Entry{
 	98:  partial("getrusage", Getrusage, "ru_maxrss is the current resident set; fields past ru_minflt are zero"),
 	99:  partial("sysinfo", Sysinfo, "memory figures are the host's; load averages are zero"),
 	100: full("times", Times),
-	101: notYet("ptrace", areaPtrace),
+	101: partial("ptrace", Ptrace, notePtrace),
 	102: full("getuid", Getuid),
 	103: needsPrivilege("syslog", unix.EPERM, "CAP_SYSLOG", "which Linux requires under dmesg_restrict (Debian's default); issue #14 brings an empty log"),
 	104: full("getgid", Getgid),

@@ -164,6 +164,9 @@ func Prctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		if p.NoNewPrivs {
 			return 1, nil
 		}
+	case unix.PR_SET_PTRACER:
+		// The kernel compares the whole word and its low 32 bits.
+		return 0, t.SetPtracer(a.Int(1), a[1] == unix.PR_SET_PTRACER_ANY || a.Int(1) == -1)
 	case unix.PR_SET_THP_DISABLE:
 		p.THPDisable = a[1] != 0
 	case unix.PR_GET_THP_DISABLE:

@@ -14,10 +14,10 @@ import (
 // checked against the kernel's UAPI headers and against unix.
 
 // topicFiles are those files.
-var topicFiles = []string{"sched.go", "ipc.go"}
+var topicFiles = []string{"sched.go", "ipc.go", "ptrace.go"}
 
 // topicHeaders are the headers that define their constants.
-var topicHeaders = []string{"limits.h", "linux/ioprio.h", "linux/ipc.h", "linux/shm.h", "linux/sem.h", "linux/msg.h"}
+var topicHeaders = []string{"limits.h", "linux/ioprio.h", "linux/ipc.h", "linux/shm.h", "linux/sem.h", "linux/msg.h", "asm-generic/siginfo.h", "stddef.h", "sys/user.h"}
 
 var fromTopicHeaders = []struct {
 	c    string
@@ -39,6 +39,11 @@ var fromTopicHeaders = []struct {
 	{"SEMAEM", SEMAEM}, {"SEMUME", SEMUME}, {"SEMMNU", SEMMNU}, {"SEMMAP", SEMMAP}, {"SEMUSZ", SEMUSZ},
 	{"MSGMNI", MSGMNI}, {"MSGMAX", MSGMAX}, {"MSGMNB", MSGMNB}, {"MSGPOOL", MSGPOOL}, {"MSGTQL", MSGTQL},
 	{"MSGMAP", MSGMAP}, {"MSGSSZ", MSGSSZ}, {"MSGSEG", MSGSEG},
+	{"CLD_TRAPPED", CLD_TRAPPED}, {"TRAP_BRKPT", TRAP_BRKPT}, {"TRAP_TRACE", TRAP_TRACE},
+	{"sizeof(struct user_regs_struct)", SizeofUserRegs}, {"offsetof(struct user, u_debugreg)", OffsetofUserDebugreg},
+	// The C library's struct user ends with the debug registers; the
+	// kernel's has two more words.
+	{"sizeof(struct user) + 16", SizeofUser},
 }
 
 // asInt64 is v as the test's C program prints it, a long long.

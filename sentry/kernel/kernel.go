@@ -66,6 +66,10 @@ type Kernel struct {
 	nproc   map[uint32]int         // living tasks and unreaped zombies by real uid (RLIMIT_NPROC)
 	tgs     map[int32]*ThreadGroup // processes by pid, zombies included
 	init    *ThreadGroup
+	// ptraceZombies are traced tasks that have ended and whose tracers
+	// have not reaped them, by thread id (ptrace_wait.go): their ids are
+	// not free yet.
+	ptraceZombies map[int32]*Task
 
 	futexes futexTable
 	ipcns   *ipc.Namespace // the sandbox's IPC namespace (task_ipc.go)
@@ -121,7 +125,7 @@ func (k *Kernel) allocTIDLocked() int32 {
 		}
 		_, task := k.tasks[tid]
 		_, proc := k.tgs[tid]
-		if !task && !proc {
+		if !task && !proc && !k.tidHeldLocked(tid) {
 			return tid
 		}
 	}

@@ -21,21 +21,29 @@ func (tg *ThreadGroup) groupExitLocked(s ExitStatus) {
 	}
 }
 
-// stopLocked stops the process for signal sig (tg.mu held).
+// stopLocked stops the process for signal sig (tg.mu held). Every task
+// takes part (a traced one as a ptrace group-stop, ptrace_stop.go); a
+// traced task its tracer let run on starts another group stop of the
+// stopped process, as Linux lets it.
 func (tg *ThreadGroup) stopLocked(sig int) {
-	if tg.stopped || tg.exiting {
+	if tg.exiting {
+		return
+	}
+	if tg.stopped {
+		tg.restopTracedLocked(sig)
 		return
 	}
 	tg.stopped, tg.stopSig, tg.stopReported, tg.continued = true, sig, false, false
 	tg.contCh = make(chan struct{})
 	for _, t := range tg.tasks {
-		t.kick()
+		t.groupStopLocked(sig)
 	}
 	go tg.notifyParent(linuxabi.CLD_STOPPED, sig)
 }
 
 // continueLocked resumes a stopped process (tg.mu held).
 func (tg *ThreadGroup) continueLocked() {
+	tg.ptraceContinueLocked()
 	if !tg.stopped {
 		return
 	}
@@ -55,6 +63,12 @@ func (tg *ThreadGroup) notifyParent(code int32, status int) {
 	k.treeMu.Unlock()
 	if parent == nil {
 		return
+	}
+	k.treeMu.Lock()
+	tracedByParent := code == linuxabi.CLD_STOPPED && tg.childHeldByPtraceLocked(parent, true)
+	k.treeMu.Unlock()
+	if tracedByParent {
+		return // the parent, its tracer, hears of each task's stop instead
 	}
 	if parent.Action(int(unix.SIGCHLD)).Flags&linuxabi.SA_NOCLDSTOP == 0 {
 		info := SigInfo{Signo: int32(unix.SIGCHLD), Code: code}
@@ -81,7 +95,11 @@ func (t *Task) handleSignals() {
 			tg.mu.Unlock()
 			return
 		}
-		if tg.stopped {
+		if t.pt.tracer != nil {
+			if t.ptraceTrapLocked() { // ptrace_stop.go
+				continue
+			}
+		} else if tg.stopped {
 			cont := tg.contCh
 			tg.mu.Unlock()
 			t.park()
@@ -107,6 +125,15 @@ func (t *Task) handleSignals() {
 			return
 		}
 		sig := int(info.Signo)
+		if t.pt.tracer != nil && sig != int(unix.SIGKILL) {
+			// The tracer sees the signal first, and chooses what to deliver.
+			var deliver bool
+			if info, deliver = t.ptraceSignalLocked(info); !deliver {
+				tg.mu.Unlock()
+				continue
+			}
+			sig = int(info.Signo)
+		}
 		act := tg.Action(sig)
 		switch {
 		case act.Handler == linuxabi.SIG_IGN:
@@ -114,11 +141,14 @@ func (t *Task) handleSignals() {
 			continue
 		case act.Handler != linuxabi.SIG_DFL:
 			t.check.Store(true) // look again once the frame is set up
+			stepping := t.stopStepLocked()
 			tg.mu.Unlock()
 			t.finishRestart(true, act.Flags)
 			if err := t.deliverHandler(&info, act); err != nil {
 				t.Log("signal %d: cannot write the signal frame: %v", sig, err)
 				t.forceSignal(SigInfo{Signo: int32(unix.SIGSEGV), Code: linuxabi.SI_KERNEL})
+			} else if stepping {
+				t.ptraceStepIntoHandler()
 			}
 			return
 		}
@@ -149,7 +179,10 @@ func isFault(sig int) bool { return syncSignals&sigBit(sig) != 0 }
 func (t *Task) finishRestart(handler bool, flags uint64) {
 	errno := unix.Errno(t.restart)
 	t.restart = 0
-	if errno == 0 {
+	// As Linux decides from the registers: a tracer that changed the
+	// result, or the call number to -1, at the system call's exit-stop
+	// has cancelled the restart.
+	if errno == 0 || t.regs.Rax != errnoReturn(errno) || int64(t.regs.OrigRax) < 0 {
 		return
 	}
 	restart := !handler || errno == ERESTARTNOINTR || (errno == ERESTARTSYS && flags&linuxabi.SA_RESTART != 0)

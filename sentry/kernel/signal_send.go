@@ -14,6 +14,9 @@ import (
 // ends the process, SIGCONT resumes it, and each discards the other kind.
 func (tg *ThreadGroup) sendLocked(info SigInfo, target *Task) {
 	sig := int(info.Signo)
+	if sig == int(unix.SIGKILL) && tg.pt.traced > 0 {
+		tg.ptraceKillLocked() // even an exiting tracee's PTRACE_EVENT_EXIT stop ends
+	}
 	if tg.exiting {
 		return
 	}
@@ -52,6 +55,9 @@ func (tg *ThreadGroup) sendLocked(info SigInfo, target *Task) {
 // action ignores it (and it is not blocked, so that it stays pending for
 // sigwait). Init ignores signals it has no handler for.
 func (tg *ThreadGroup) ignoredLocked(sig int) bool {
+	if tg.pt.traced > 0 {
+		return false // a tracer sees even ignored signals
+	}
 	act := tg.Action(sig)
 	switch {
 	case act.Handler == linuxabi.SIG_IGN:

@@ -68,6 +68,8 @@ type Task struct {
 	userTime, sysTime atomic.Int64
 	// vforkDone is closed when this task, a vfork child, execs or exits.
 	vforkDone chan struct{}
+	// pt is the task's ptrace state, as tracee and tracer (ptrace.go).
+	pt taskPtrace
 }
 
 // newTask returns a task of tg, not yet registered or running.

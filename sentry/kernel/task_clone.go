@@ -45,6 +45,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 		return 0, unix.EPERM
 	}
 	k := t.k
+	event := t.cloneEvent(f, o.ExitSignal) // ptrace's, from the options at the call
 
 	// Memory, and a thread to run the child on.
 	var (
@@ -162,6 +163,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 		tg.tty = t.tg.tty
 		tg.limits.setAll(t.tg.limits.all())
 		tg.oom.inherit(&t.tg.oom)
+		tg.pt.creator = t
 		parent.children[tg] = struct{}{}
 		k.tgs[tid] = tg
 		child.tg = tg
@@ -184,6 +186,9 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	tg.mu.Unlock()
 	k.tasks[tid] = child
 	k.countTaskLocked(child, 1)
+	if event != 0 || f&(unix.CLONE_PTRACE|unix.CLONE_UNTRACED) == unix.CLONE_PTRACE {
+		t.ptraceInheritLocked(child)
+	}
 	k.treeMu.Unlock()
 
 	if f&unix.CLONE_CHILD_SETTID != 0 {
@@ -201,6 +206,9 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	if f&unix.CLONE_THREAD == 0 {
 		child.tg.checkCPULimit() // inherited
 	}
+	if event != 0 {
+		t.ptraceCloneEvent(event, child)
+	}
 
 	if vforkDone != nil {
 		// The parent waits until the child execs or exits; only its own
@@ -216,6 +224,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 			}
 			break
 		}
+		t.ptraceCloneEvent(unix.PTRACE_EVENT_VFORK_DONE, child)
 	}
 	return tid, nil
 }

@@ -52,7 +52,11 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 			return ErrNoReturn
 		}
 	}
+	// The call's number stays in orig_rax, as Linux's start_thread leaves
+	// it, for a tracer's system-call-exit-stop.
+	nr := t.regs.OrigRax
 	t.mm, t.regs = img.mm, img.regs
+	t.regs.OrigRax = nr
 	comm := img.comm
 	if len(comm) > 15 {
 		comm = comm[:15]
@@ -86,13 +90,16 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 
 	k.treeMu.Lock()
 	tg.execed = true
+	oldTID := t.tid
 	if t.tid != tg.pid {
 		// The thread that execs takes over the process id, as on Linux.
 		delete(k.tasks, t.tid)
+		k.dropTracedZombieLocked(tg.pid)
 		t.tid = tg.pid
 		k.tasks[t.tid] = t
 	}
 	k.treeMu.Unlock()
+	t.ptraceExec(oldTID)
 	return ErrNoReturn
 }
 

@@ -35,7 +35,9 @@ func (t *Task) killThreads() {
 	// the users of memory shared with another process look like this
 	// process's tasks alone, and that process lost its stub.
 	tg.mu.Lock()
-	alone := t.mm.Users() == len(tg.tasks)
+	// Traced tasks stop on their way out (PTRACE_EVENT_EXIT) with their
+	// registers, so their threads must live until they exit.
+	alone := t.mm.Users() == len(tg.tasks) && tg.pt.traced == 0
 	tg.mu.Unlock()
 	// The process is exiting, so no clone adds a user meanwhile; one that
 	// was half done has added it already, and then nothing is killed.
@@ -49,6 +51,7 @@ func (t *Task) killThreads() {
 // the sandbox.
 func (t *Task) exit() {
 	k, tg := t.k, t.tg
+	t.ptraceExitStop()
 	t.exitRobustList()
 	t.releaseSemUndo()
 	if t.clearChildTID != 0 {
@@ -81,6 +84,7 @@ func (t *Task) exit() {
 		tg.status = ExitStatus{Code: t.exitCode}
 	}
 	status := tg.status
+	taskStatus := t.tracedExitStatusLocked()
 	tg.mu.Unlock()
 	k.treeMu.Unlock()
 
@@ -104,6 +108,11 @@ func (t *Task) exit() {
 	if k.tasks[t.tid] == t { // an exec'ing thread may have taken over the id
 		delete(k.tasks, t.tid)
 	}
+	t.ptraceTracerExitLocked()
+	if last {
+		taskStatus = status
+	}
+	t.ptraceZombieLocked(last, taskStatus)
 	if last {
 		// A zombie counts against its user's RLIMIT_NPROC until it is
 		// reaped, as Linux releases a process's leader only then.
@@ -158,7 +167,7 @@ func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 			signals = c.tellParentLocked(st, signals)
 		}
 	}
-	if tg.parent != nil {
+	if tg.parent != nil && !tg.ptraceHoldsEndLocked() {
 		signals = tg.tellParentLocked(status, signals)
 	} else if tg.outsideDone != nil {
 		tg.reapLocked()
@@ -189,7 +198,10 @@ func (tg *ThreadGroup) tellParentLocked(status ExitStatus, signals []childSignal
 	parent := tg.parent
 	act := parent.Action(int(unix.SIGCHLD))
 	sig := tg.exitSignal
-	autoreap := sig == int(unix.SIGCHLD) && (act.Handler == linuxabi.SIG_IGN || act.Flags&linuxabi.SA_NOCLDWAIT != 0)
+	// A traced process's end waits for its tracer's wait, whatever the
+	// parent does with SIGCHLD.
+	autoreap := sig == int(unix.SIGCHLD) && (act.Handler == linuxabi.SIG_IGN || act.Flags&linuxabi.SA_NOCLDWAIT != 0) &&
+		tg.pt.zombie == nil
 	if autoreap && act.Handler == linuxabi.SIG_IGN {
 		sig = 0
 	}

@@ -54,7 +54,16 @@ func (t *Task) run() {
 }
 
 func (t *Task) doSyscall() {
-	nr := uintptr(t.regs.OrigRax)
+	if t.pt.flags.Load() != 0 {
+		t.doSyscallTraced() // ptrace_stop.go
+		return
+	}
+	t.callSyscall(uintptr(t.regs.OrigRax))
+}
+
+// callSyscall runs system call nr with the arguments in the registers and
+// puts its result in rax, noting a restart code for signal delivery.
+func (t *Task) callSyscall(nr uintptr) {
 	t.args = t.regs.Args()
 	ret, err := t.k.Syscalls.Call(t, nr, &t.args)
 	switch {

@@ -40,6 +40,12 @@ func (t *Task) Wait(o WaitOptions) (WaitResult, error) {
 		k.treeMu.Lock()
 		ch := tg.childEvents.wait()
 		res, found, matched := tg.findWaitableLocked(o)
+		if !found {
+			// And the tasks the process's threads trace (ptrace_wait.go).
+			var m bool
+			res, found, m = tg.findPtraceWaitableLocked(o)
+			matched = matched || m
+		}
 		k.treeMu.Unlock()
 		switch {
 		case found:
@@ -63,6 +69,9 @@ func (tg *ThreadGroup) findWaitableLocked(o WaitOptions) (res WaitResult, found,
 			continue
 		}
 		matched = true
+		if c.zombie && c.childHeldByPtraceLocked(tg, false) {
+			continue // for its tracer to reap first
+		}
 		if c.zombie && o.Exited {
 			c.mu.Lock()
 			s := c.status
@@ -77,9 +86,10 @@ func (tg *ThreadGroup) findWaitableLocked(o WaitOptions) (res WaitResult, found,
 			}
 			return res, true, true
 		}
+		tracedHere := o.Stopped && c.childHeldByPtraceLocked(tg, true)
 		c.mu.Lock()
 		switch {
-		case o.Stopped && c.stopped && !c.stopReported:
+		case o.Stopped && c.stopped && !c.stopReported && !tracedHere:
 			res = WaitResult{Pid: c.pid, Status: int32(c.stopSig<<8 | 0x7f), Code: linuxabi.CLD_STOPPED, Info: int32(c.stopSig)}
 			if !o.NoWait {
 				c.stopReported = true

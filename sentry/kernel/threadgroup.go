@@ -67,6 +67,8 @@ type ThreadGroup struct {
 	taskExits notifier
 	// signalQueue notifies signalfds polled by the process's tasks.
 	signalQueue waiter.Queue
+
+	pt tgPtrace // the process's ptrace state (ptrace.go)
 }
 
 // SignalQueue is notified whenever a signal is queued for the process.
