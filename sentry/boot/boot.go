@@ -48,6 +48,7 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	if spec == nil || spec.Process == nil || spec.Root == nil {
 		return nil, fmt.Errorf("setup has no process or root")
 	}
+	noteNamespaces(spec.Linux, log)
 	hw, err := readAuxv()
 	if err != nil {
 		return nil, err
