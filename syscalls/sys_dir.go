@@ -49,9 +49,13 @@ func Getdents64(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return uintptr(len(buf)), nil
 }
 
-// Getcwd implements Linux syscall getcwd(2).
+// Getcwd implements Linux syscall getcwd(2): ENOENT once the directory is
+// removed.
 func Getcwd(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	root, cwd := t.FS().Get()
+	if cwd.Dentry.Deleted() {
+		return 0, unix.ENOENT
+	}
 	name := vfs.PathName(cwd, root) + "\x00"
 	if uint64(len(name)) > a[1] {
 		return 0, unix.ERANGE

@@ -107,7 +107,7 @@ func fileMapping(f *vfs.File, root vfs.Path, o *mm.MMapOpts, off uint64) error {
 	if c, ok := f.Impl().(mm.Cacheable); ok && o.Pages == nil && (!o.Shared || o.MaxProt&platform.ProtWrite == 0) {
 		o.Cache = c.FileCache()
 	}
-	o.Name = vfs.PathName(f.Path(), root)
+	o.Name = vfs.ShownName(f.Path(), root)
 	return nil
 }
 

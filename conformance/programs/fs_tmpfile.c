@@ -1,7 +1,7 @@
 /*
- * fs_tmpfile: open(O_TMPFILE), an unnamed file in a fresh directory under
- * /tmp (natively the host's /tmp; in the container the tmpfs the bundle
- * mounts there).
+ * fs_tmpfile: open(O_TMPFILE), an unnamed file, and the names of files whose
+ * name is gone, in a fresh directory under /tmp (natively the host's /tmp;
+ * in the container the tmpfs the bundle mounts there).
  *
  * Checks: the file is regular, has no link, the mode given less the umask
  * and the creator as owner, holds data, and adds no entry to its directory;
@@ -11,13 +11,18 @@
  * name is gone it cannot get another, and with O_EXCL it never could;
  * EINVAL without write access, with O_CREAT, or with __O_TMPFILE but not
  * O_DIRECTORY; ENOTDIR on a file, ENOENT on a missing directory, and, in the
- * container, EROFS on the read-only rootfs.
+ * container, EROFS on the read-only rootfs. /proc/self/fd shows such a file,
+ * an unlinked one and one a rename replaced with " (deleted)" after its
+ * name, a renamed one by its new name, and so do /proc/self/maps for a
+ * mapping of an unlinked file and /proc/self/cwd for a removed directory,
+ * where getcwd fails with ENOENT.
  */
-// covers: open openat linkat
+// covers: open openat linkat getcwd
 #include "check.h"
 
 #include <dirent.h>
 #include <linux/capability.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #define O_TMPFILE_BIT (O_TMPFILE & ~O_DIRECTORY) /* __O_TMPFILE */
@@ -143,6 +148,81 @@ static void test_link(void)
 	close(fd);
 }
 
+/* fdlink is /proc/self/fd/fd's target. */
+static const char *fdlink(int fd)
+{
+	static char buf[PATH_MAX];
+	ssize_t n = readlink(fdpath(fd), buf, sizeof(buf) - 1);
+
+	buf[n < 0 ? 0 : n] = 0;
+	return buf;
+}
+
+static void test_deleted_names(void)
+{
+	char want[PATH_MAX], a[128], b[128], dir[128];
+	struct stat st;
+	int fd = CHECK_OK(syscall(SYS_open, scratch, O_TMPFILE | O_RDWR, 0600));
+
+	CHECK_OK(fstat(fd, &st));
+	snprintf(want, sizeof(want), "%s/#%llu (deleted)", scratch, (unsigned long long)st.st_ino);
+	CHECK_STR(fdlink(fd), want);
+	close(fd);
+
+	/* Unlinked, then mapped: both name it " (deleted)". */
+	snprintf(a, sizeof(a), "%s/a", scratch);
+	snprintf(b, sizeof(b), "%s/b", scratch);
+	fd = CHECK_OK(syscall(SYS_open, a, O_RDWR | O_CREAT, 0600));
+	CHECK_EQ(ftruncate(fd, 4096), 0);
+	CHECK_STR(fdlink(fd), a);
+	CHECK_OK(unlink(a));
+	snprintf(want, sizeof(want), "%s (deleted)", a);
+	CHECK_STR(fdlink(fd), want);
+	char *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK_EQ(m != MAP_FAILED, 1);
+	FILE *maps = fopen("/proc/self/maps", "r");
+	char line[PATH_MAX + 128];
+	int found = 0;
+	while (maps && fgets(line, sizeof(line), maps)) {
+		unsigned long lo;
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "%lx-", &lo) == 1 && lo == (unsigned long)m)
+			found = strlen(line) > strlen(want) && !strcmp(line + strlen(line) - strlen(want), want);
+	}
+	if (maps)
+		fclose(maps);
+	CHECK_EQ(found, 1);
+	munmap(m, 4096);
+	close(fd);
+
+	/* Renamed: the new name; replaced by a rename: " (deleted)". */
+	fd = CHECK_OK(syscall(SYS_open, a, O_RDWR | O_CREAT, 0600));
+	CHECK_OK(rename(a, b));
+	CHECK_STR(fdlink(fd), b);
+	int fd2 = CHECK_OK(syscall(SYS_open, a, O_RDWR | O_CREAT, 0600));
+	CHECK_OK(rename(a, b));
+	snprintf(want, sizeof(want), "%s (deleted)", b);
+	CHECK_STR(fdlink(fd), want);
+	CHECK_STR(fdlink(fd2), b);
+	close(fd);
+	close(fd2);
+	CHECK_OK(unlink(b));
+
+	/* A removed working directory. */
+	char cwd[PATH_MAX], buf[PATH_MAX];
+	CHECK_EQ(getcwd(cwd, sizeof(cwd)) != NULL, 1);
+	snprintf(dir, sizeof(dir), "%s/d", scratch);
+	CHECK_OK(mkdir(dir, 0700));
+	CHECK_OK(chdir(dir));
+	CHECK_OK(rmdir(dir));
+	CHECK_ERR(syscall(SYS_getcwd, buf, sizeof(buf)), ENOENT);
+	snprintf(want, sizeof(want), "%s (deleted)", dir);
+	ssize_t n = readlink("/proc/self/cwd", buf, sizeof(buf) - 1);
+	buf[n < 0 ? 0 : n] = 0;
+	CHECK_STR(buf, want);
+	CHECK_OK(chdir(cwd));
+}
+
 static void test_errors(int sandbox)
 {
 	char file[PATH_MAX], missing[PATH_MAX];
@@ -172,6 +252,7 @@ int main(int argc, char **argv)
 	}
 	test_unnamed();
 	test_link();
+	test_deleted_names();
 	test_errors(!check_native);
 	rmdir(scratch);
 	return check_finish();

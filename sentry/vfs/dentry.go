@@ -23,6 +23,9 @@ type Dentry struct {
 	// IN_DELETE_SELF at the last close (inotify_events.go).
 	opens  atomic.Int32
 	goneID atomic.Pointer[FileID]
+	// deleted: the name was removed (unlink, rmdir, a rename over it) or
+	// there never was one (O_TMPFILE), as Linux's d_unlinked.
+	deleted atomic.Bool
 
 	mu       sync.Mutex
 	children map[string]*Dentry
@@ -51,6 +54,9 @@ func NewRoot(inode Inode) *Dentry {
 
 // Inode returns the dentry's inode.
 func (d *Dentry) Inode() Inode { return d.inode }
+
+// Deleted reports whether d's name was removed, or it never had one.
+func (d *Dentry) Deleted() bool { return d.deleted.Load() }
 
 // Name returns the dentry's name in its parent.
 func (d *Dentry) Name() string {
@@ -258,6 +264,16 @@ func parentOf(p, root Path) Path {
 		}
 		p = Path{p.Mount.parent, p.Mount.point}
 	}
+}
+
+// ShownName is p's name as /proc shows it (Linux's d_path): PathName,
+// followed by " (deleted)" once the name is gone.
+func ShownName(p, root Path) string {
+	name := PathName(p, root)
+	if p.Dentry != nil && p.Dentry.Deleted() {
+		name += " (deleted)"
+	}
+	return name
 }
 
 // PathName returns the absolute name of p as seen from root, as getcwd and

@@ -548,6 +548,7 @@ type Unlinked interface {
 }
 
 func unlinked(d *Dentry) {
+	d.deleted.Store(true)
 	if u, ok := d.inode.(Unlinked); ok {
 		u.Unlinked()
 	}

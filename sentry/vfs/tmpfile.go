@@ -55,5 +55,6 @@ func Tmpfile(c *Creds, dir Path, mode uint32, linkable bool) (Path, error) {
 	}
 	// Linux names it "#<inode number>" in /proc/<pid>/fd.
 	d := &Dentry{name: "#" + strconv.FormatUint(ist.Ino, 10), parent: dir.Dentry, inode: ino}
+	d.deleted.Store(true)
 	return Path{dir.Mount, d}, nil
 }

@@ -135,10 +135,10 @@ func (f *fs) taskFiles(p string, get func() (*kernel.Task, error), thread bool) 
 // its own root, as a container with a cgroup namespace sees itself.
 const cgroupLine = "0::/\n"
 
-// pathName is p as the task sees it.
+// pathName is p as the task sees it, " (deleted)" once its name is gone.
 func pathName(t *kernel.Task, p vfs.Path) string {
 	root, _ := t.FS().Get()
-	return vfs.PathName(p, root)
+	return vfs.ShownName(p, root)
 }
 
 // guestBytes reads [start, end) of the task's memory.
