@@ -12,8 +12,8 @@ import (
 )
 
 // TestABIMatchesLinuxHeaders compiles a C program against <linux/kvm.h>
-// and checks that every ioctl number, constant, size and offset this
-// package hard-codes is the kernel's.
+// and <signal.h> and checks that every ioctl number, constant, size and
+// offset this package hard-codes is the kernel's.
 func TestABIMatchesLinuxHeaders(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not installed (make test installs it): cannot read <linux/kvm.h>")
@@ -92,9 +92,12 @@ func TestABIMatchesLinuxHeaders(t *testing.T) {
 		{"offsetof(struct kvm_run, io.direction) - offsetof(struct kvm_run, io)", ioDirection},
 		{"offsetof(struct kvm_run, io.size) - offsetof(struct kvm_run, io)", ioSize},
 		{"offsetof(struct kvm_run, io.port) - offsetof(struct kvm_run, io)", ioPort},
+		{"FPE_INTDIV", fpeIntDiv}, {"FPE_FLTDIV", fpeFltDiv}, {"FPE_FLTOVF", fpeFltOvf},
+		{"FPE_FLTUND", fpeFltUnd}, {"FPE_FLTRES", fpeFltRes}, {"FPE_FLTINV", fpeFltInv},
+		{"ILL_ILLOPN", illIllOpn}, {"BUS_ADRALN", busAdrAln}, {"TRAP_BRKPT", trapBrkpt}, {"TRAP_TRACE", trapTrace},
 	}
 	var src strings.Builder
-	src.WriteString("#include <stdio.h>\n#include <stddef.h>\n#include <linux/kvm.h>\nint main(void) {\n")
+	src.WriteString("#define _GNU_SOURCE\n#include <stdio.h>\n#include <stddef.h>\n#include <signal.h>\n#include <linux/kvm.h>\nint main(void) {\n")
 	for _, c := range checks {
 		fmt.Fprintf(&src, "\tprintf(\"%%llu\\n\", (unsigned long long)(%s));\n", c.c)
 	}

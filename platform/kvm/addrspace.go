@@ -159,6 +159,31 @@ func (as *addressSpace) load() uint64 {
 	return as.pt.root
 }
 
+// syscallOpcode is the syscall instruction (0f 05), little-endian.
+const syscallOpcode = 0x050f
+
+// syscallBefore reports whether the two bytes before addr in the address
+// space are a syscall instruction.
+func (as *addressSpace) syscallBefore(addr uint64) bool {
+	lo, ok1 := as.readByte(addr - 2)
+	hi, ok2 := as.readByte(addr - 1)
+	return ok1 && ok2 && uint16(lo)|uint16(hi)<<8 == syscallOpcode
+}
+
+// readByte reads the guest's byte at addr, if it is mapped executable.
+func (as *addressSpace) readByte(addr uint64) (byte, bool) {
+	if addr >= MaxUserAddress {
+		return 0, false
+	}
+	as.mu.Lock()
+	e := as.pt.translate(addr)
+	as.mu.Unlock()
+	if e&ptePresent == 0 || e&pteNX != 0 {
+		return 0, false
+	}
+	return as.p.mem.byteAt(e&pteAddr | addr&(pageSize-1))
+}
+
 // NewContext implements platform.AddressSpace.
 func (as *addressSpace) NewContext() (platform.Context, error) {
 	v, err := as.p.getVCPU()

@@ -164,7 +164,7 @@ func (c *context) run(regs *arch.Registers, times *platform.Event) (platform.Eve
 func (c *context) decode(regs *arch.Registers) (platform.Event, error) {
 	v := c.v
 	kr, s := v.regs(), v.sregs()
-	e := exit{port: v.ioPort(), regs: *kr, cr2: s.CR2, fp: v.fetchFPQuiet}
+	e := exit{port: v.ioPort(), regs: *kr, cr2: s.CR2, fp: v.fetchFPQuiet, syscallBefore: c.as.syscallBefore}
 	// An exception's frame is on the vCPU's own page, at its stack
 	// pointer.
 	if e.port != syscallPort {

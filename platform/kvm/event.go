@@ -113,6 +113,9 @@ type exit struct {
 	frame []byte        // the top of the vCPU's stack, for an exception
 	cr2   uint64        // for a page fault
 	fp    func() []byte // the FP state (for #MF and #XM), fetched on demand
+	// syscallBefore reports whether a syscall instruction ends at the
+	// guest address (see isSyscallFault).
+	syscallBefore func(addr uint64) bool
 }
 
 // decodeExit turns an exit through the stub into the guest thread's
@@ -137,7 +140,7 @@ func decodeExit(e *exit, regs *arch.Registers, lstar uint64) (platform.Event, er
 		return platform.Event{}, fmt.Errorf("kvm: exception %d in supervisor mode at %#x (error %#x)", v, f.rip, f.errorCode)
 	}
 	regs.Rsp, regs.Eflags = f.rsp, f.rflags
-	if isSyscallFault(v, &f, lstar) {
+	if isSyscallFault(v, &f, lstar, e) {
 		regs.Rip, regs.Eflags = e.regs.Rcx, e.regs.R11
 		regs.OrigRax = e.regs.Rax
 		return platform.Event{Kind: platform.EventSyscall}, nil
@@ -151,13 +154,19 @@ func decodeExit(e *exit, regs *arch.Registers, lstar uint64) (platform.Event, er
 // isSyscallFault recognises a syscall that arrived as a page fault. Some
 // hypervisors (PVM's emulation of user mode, on hosts without hardware
 // virtualisation) run the syscall instruction without the switch to
-// supervisor mode: the CPU jumps to LSTAR still in user mode, and fetching
-// the stub's supervisor-only page faults there. It was a syscall if the
-// fault is at LSTAR with the flags a syscall leaves: IF is cleared by
-// MSR_SYSCALL_MASK, which no user-mode code can do itself. A guest that
-// jumps to LSTAR keeps IF and gets its SIGSEGV.
-func isSyscallFault(v int, f *exceptionFrame, lstar uint64) bool {
-	return v == vecPF && f.rip == lstar && f.errorCode&pfFetch != 0 && f.rflags&rflagsIF == 0
+// supervisor mode: the CPU jumps to LSTAR still in user mode (with RCX and
+// R11 saved as a syscall saves them), and fetching the stub's
+// supervisor-only page faults there. It was a syscall if the fault is that
+// fetch and the flags show MSR_SYSCALL_MASK applied (IF clear, which user
+// mode cannot do itself), or, as the same hypervisor does not always apply
+// the mask, if a syscall instruction ends where RCX says the guest returns.
+// A guest that jumps to LSTAR otherwise gets its SIGSEGV; one that forges
+// RCX to pass makes a system call, which it may do anyway.
+func isSyscallFault(v int, f *exceptionFrame, lstar uint64, e *exit) bool {
+	if v != vecPF || f.rip != lstar || f.errorCode&pfFetch == 0 {
+		return false
+	}
+	return f.rflags&rflagsIF == 0 || e.syscallBefore != nil && e.syscallBefore(e.regs.Rcx)
 }
 
 // faultSignal fills in the signal Linux's trap handlers

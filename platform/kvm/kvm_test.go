@@ -46,9 +46,11 @@ const (
 
 func getPlatform(t *testing.T, m *testMemory) *Platform {
 	t.Helper()
-	if _, err := os.Stat("/dev/kvm"); err != nil {
-		t.Skipf("no /dev/kvm on this host: %v", err)
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("these tests run guest code in a VM, and /dev/kvm cannot be opened here: %v", err)
 	}
+	f.Close()
 	p, err := New(m.fd)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -322,5 +324,194 @@ func TestGuestReadsTheHostTSC(t *testing.T) {
 	guest := regs.Rdx<<32 | regs.Rax&0xffffffff
 	if guest < before || guest > after {
 		t.Fatalf("guest TSC %d outside the host's [%d, %d]: the vDSO's clocks would be wrong", guest, before, after)
+	}
+}
+
+// TestSyncTakesAccessFromARunningThread pins the shootdown: once Sync
+// returns, a thread of the address space that was running guest code all
+// along can no longer write to a page made read-only.
+func TestSyncTakesAccessFromARunningThread(t *testing.T) {
+	m := newTestMemory(t)
+	p := getPlatform(t, m)
+	// loop: movq $1,(%rbx); incq %rcx; jmp loop
+	as, ctx := newGuest(t, p, m, []byte{0x48, 0xc7, 0x03, 1, 0, 0, 0, 0x48, 0xff, 0xc1, 0xeb, 0xf4})
+	type result struct {
+		ev   platform.Event
+		regs arch.Registers
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		regs := startRegs()
+		regs.Rbx = dataAddr
+		ev, err := ctx.Switch(&regs)
+		done <- result{ev, regs, err}
+	}()
+	// Let it run, then take write access away under it.
+	deadline := time.Now().Add(5 * time.Second)
+	for binary.LittleEndian.Uint64(m.mem[4096:]) != 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := as.Protect(dataAddr, 4096, platform.ProtRead); err != nil {
+		t.Fatal(err)
+	}
+	if err := as.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// The guest may have been between its write and the next: from now on
+	// no write may land.
+	binary.LittleEndian.PutUint64(m.mem[4096:], 0)
+	select {
+	case r := <-done:
+		if r.err != nil || r.ev.Kind != platform.EventFault || r.ev.Access != platform.ProtWrite {
+			t.Fatalf("event %+v err %v, want a write fault", r.ev, r.err)
+		}
+	case <-time.After(5 * time.Second):
+		ctx.Interrupt()
+		<-done
+		t.Fatal("the running thread kept writing after Sync")
+	}
+	if v := binary.LittleEndian.Uint64(m.mem[4096:]); v != 0 {
+		t.Fatalf("a write landed after Sync returned")
+	}
+}
+
+func TestKillEndsARunningThread(t *testing.T) {
+	m := newTestMemory(t)
+	p := getPlatform(t, m)
+	as, ctx := newGuest(t, p, m, []byte{0xeb, 0xfe}) // jmp .
+	done := make(chan error, 1)
+	go func() {
+		regs := startRegs()
+		_, err := ctx.Switch(&regs)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	as.Kill()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Switch returned without an error after Kill")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Switch still running 5s after Kill")
+	}
+}
+
+// TestReusedVCPUSeesOnlyItsNewAddressSpace runs two address spaces that map
+// the same address to different pages, one after the other on the same
+// vCPU: the second must not see the first's translation.
+func TestReusedVCPUSeesOnlyItsNewAddressSpace(t *testing.T) {
+	m := newTestMemory(t)
+	p := getPlatform(t, m)
+	// mov 0x700000,%rax; syscall
+	code := []byte{0x48, 0x8b, 0x04, 0x25, 0, 0, 0x70, 0, 0x0f, 0x05}
+	binary.LittleEndian.PutUint64(m.mem[2*4096:], 111)
+	binary.LittleEndian.PutUint64(m.mem[3*4096:], 222)
+	for i, want := range []uint64{111, 222, 111} {
+		as, ctx := newGuest(t, p, m, code)
+		if err := as.MapFile(0x700000, uint64(2+i%2)*4096, 4096, platform.ProtRead); err != nil {
+			t.Fatal(err)
+		}
+		c := ctx.(*context)
+		regs := startRegs()
+		ev, err := ctx.Switch(&regs)
+		if err != nil || ev.Kind != platform.EventSyscall {
+			t.Fatalf("run %d: event %+v err %v", i, ev, err)
+		}
+		if regs.Rax != want {
+			t.Fatalf("run %d on vCPU %d read %d, want %d", i, c.v.id, regs.Rax, want)
+		}
+		ctx.Release()
+		as.Release()
+	}
+}
+
+func TestNewThreadStartsWithCleanFPState(t *testing.T) {
+	m := newTestMemory(t)
+	p := getPlatform(t, m)
+	// movq %rax,%xmm1; syscall
+	_, ctx := newGuest(t, p, m, []byte{0x66, 0x48, 0x0f, 0x6e, 0xc8, 0x0f, 0x05})
+	regs := startRegs()
+	regs.Rax = 0x5555
+	if _, err := ctx.Switch(&regs); err != nil {
+		t.Fatal(err)
+	}
+	ctx.Release()
+	// movq %xmm1,%rbx; syscall (the same vCPU, for a new thread)
+	_, ctx2 := newGuest(t, p, m, []byte{0x66, 0x48, 0x0f, 0x7e, 0xcb, 0x0f, 0x05})
+	regs = startRegs()
+	regs.Rbx = 1
+	if _, err := ctx2.Switch(&regs); err != nil {
+		t.Fatal(err)
+	}
+	if regs.Rbx != 0 {
+		t.Fatalf("a new thread's xmm1 holds %#x, left by the vCPU's last thread", regs.Rbx)
+	}
+}
+
+// TestReductionsSurviveShadowRecycling makes enough reductions to recycle
+// retired page tables (through zapShadows) and checks that the guest sees
+// each one.
+func TestReductionsSurviveShadowRecycling(t *testing.T) {
+	m := newTestMemory(t)
+	p := getPlatform(t, m)
+	// loop: movq $1,(%rbx); syscall; jmp loop
+	as, ctx := newGuest(t, p, m, []byte{0x48, 0xc7, 0x03, 1, 0, 0, 0, 0x0f, 0x05, 0xeb, 0xf5})
+	regs := startRegs()
+	regs.Rbx = dataAddr
+	for i := 0; i < quarantineMax/3; i++ {
+		if err := as.Protect(dataAddr, 4096, platform.ProtRead); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := ctx.Switch(&regs)
+		if err != nil || ev.Kind != platform.EventFault || ev.Access != platform.ProtWrite {
+			t.Fatalf("round %d: event %+v err %v, want a write fault", i, ev, err)
+		}
+		if err := as.Protect(dataAddr, 4096, platform.ProtRead|platform.ProtWrite); err != nil {
+			t.Fatal(err)
+		}
+		if ev, err := ctx.Switch(&regs); err != nil || ev.Kind != platform.EventSyscall {
+			t.Fatalf("round %d: event %+v err %v, want the syscall after the write", i, ev, err)
+		}
+		regs.Rip = codeAddr
+	}
+}
+
+// TestFaultKeepsEveryRegister checks that an exception's trip through the
+// stub leaves the guest's general registers as they were: the kernel
+// resumes the thread with them.
+func TestFaultKeepsEveryRegister(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		code []byte
+	}{
+		{"ud2", []byte{0x0f, 0x0b}},
+		// movq $1,0x700000 (unmapped)
+		{"page fault", []byte{0x48, 0xc7, 0x04, 0x25, 0, 0, 0x70, 0, 1, 0, 0, 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := newTestMemory(t)
+			p := getPlatform(t, m)
+			_, ctx := newGuest(t, p, m, c.code)
+			regs := startRegs()
+			want := []*uint64{&regs.Rax, &regs.Rbx, &regs.Rcx, &regs.Rdx, &regs.Rsi, &regs.Rdi, &regs.Rbp,
+				&regs.R8, &regs.R9, &regs.R10, &regs.R11, &regs.R12, &regs.R13, &regs.R14, &regs.R15}
+			for i, r := range want {
+				*r = 0x1000 + uint64(i)
+			}
+			ev, err := ctx.Switch(&regs)
+			if err != nil || ev.Kind != platform.EventFault {
+				t.Fatalf("event %+v err %v, want a fault", ev, err)
+			}
+			for i, r := range want {
+				if *r != 0x1000+uint64(i) {
+					t.Errorf("register %d is %#x after the fault, want %#x", i, *r, 0x1000+uint64(i))
+				}
+			}
+			if regs.Rsp != dataAddr+4096 || regs.Eflags&rflagsIF == 0 {
+				t.Errorf("rsp %#x rflags %#x after the fault", regs.Rsp, regs.Eflags)
+			}
+		})
 	}
 }

@@ -65,7 +65,7 @@ func (s *slots) register(gpa, size uint64, host uintptr) error {
 // chunk at a time as mappings reach it.
 type guestMemory struct {
 	slots  *slots
-	base   uintptr // the platform's own mapping of the memory file
+	mem    []byte // the platform's own mapping of the memory file
 	size   uint64
 	mu     sync.Mutex
 	chunks []atomic.Bool
@@ -85,7 +85,7 @@ func newGuestMemory(s *slots, memFD int) (*guestMemory, error) {
 		return nil, fmt.Errorf("kvm: map the memory file: %w", err)
 	}
 	n := (size + memChunk - 1) / memChunk
-	return &guestMemory{slots: s, base: uintptr(unsafe.Pointer(&mem[0])), size: size, chunks: make([]atomic.Bool, n)}, nil
+	return &guestMemory{slots: s, mem: mem, size: size, chunks: make([]atomic.Bool, n)}, nil
 }
 
 // ensure registers the chunks holding [off, off+length) of the file.
@@ -115,11 +115,19 @@ func (g *guestMemory) registerChunk(i uint64) error {
 	}
 	start := i * memChunk
 	size := min(uint64(memChunk), g.size-start)
-	if err := g.slots.register(start, size, g.base+uintptr(start)); err != nil {
+	if err := g.slots.register(start, size, uintptr(unsafe.Pointer(&g.mem[start]))); err != nil {
 		return err
 	}
 	g.chunks[i].Store(true)
 	return nil
+}
+
+// byteAt reads the byte at guest-physical address gpa of the file.
+func (g *guestMemory) byteAt(gpa uint64) (byte, bool) {
+	if gpa >= g.size {
+		return 0, false
+	}
+	return g.mem[gpa], true
 }
 
 // region is the platform's own guest-physical memory: page tables, the
