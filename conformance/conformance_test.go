@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -96,7 +97,9 @@ func TestSuiteMoat(t *testing.T) {
 		t.Skip("MOAT_BINARY does not name a built moat binary")
 	}
 	requireGCC(t)
-	moat, err := ResolveRuntime(bin, "", nil)
+	// $MOAT_FLAGS are global flags for every moat command (make test
+	// runs the suite once per platform with --platform).
+	moat, err := ResolveRuntime(bin, "", strings.Fields(os.Getenv("MOAT_FLAGS")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,10 @@ func moatBinary(t *testing.T) string {
 	return builtPath
 }
 
+// moatFlags are global flags for every moat command, from $MOAT_FLAGS
+// (e.g. --platform=kvm): make test runs the tests once on each platform.
+func moatFlags() []string { return strings.Fields(os.Getenv("MOAT_FLAGS")) }
+
 type buildError struct {
 	err error
 	out string
@@ -92,7 +96,7 @@ func newMoatEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
 	e := &env{t: t, bundle: filepath.Join(dir, "bundle"), log: filepath.Join(dir, "moat.log")}
-	moat := &ocirun.Runtime{Name: "moat", Path: moatBinary(t), Flags: []string{"--log", e.log}}
+	moat := &ocirun.Runtime{Name: "moat", Path: moatBinary(t), Flags: append([]string{"--log", e.log}, moatFlags()...)}
 	e.moat = moat.At(filepath.Join(dir, "state"))
 	must(t, os.Mkdir(e.bundle, 0o755))
 	t.Cleanup(e.checkClean)
