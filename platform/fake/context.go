@@ -30,6 +30,10 @@ type Context struct {
 	interrupted atomic.Bool
 	kick        chan struct{} // wakes a guest in Compute (capacity 1)
 	resumedAt   atomic.Int64  // when the guest's turn began, in ns; 0 while it is the kernel's
+	// stepLeft is how many instructions run before a single-step trap, as
+	// the trap flag in eflags makes the CPU take one after the first
+	// instruction the kernel resumes the thread at; -1 when it is clear.
+	stepLeft int
 
 	releaseOnce sync.Once
 	released    chan struct{}
@@ -38,7 +42,7 @@ type Context struct {
 var _ platform.Context = (*Context)(nil)
 
 func newContext(as *AddressSpace) *Context {
-	c := &Context{as: as, fp: make([]byte, fxsaveSize), resume: make(chan struct{}),
+	c := &Context{as: as, fp: make([]byte, fxsaveSize), resume: make(chan struct{}), stepLeft: -1,
 		events: make(chan platform.Event), kick: make(chan struct{}, 1), released: make(chan struct{})}
 	le := binary.LittleEndian
 	le.PutUint16(c.fp[0:], 0x37f)   // FCW: the x87 state after FNINIT
@@ -135,7 +139,17 @@ func (c *Context) trap(ev platform.Event) {
 	case <-c.as.killed:
 		runtime.Goexit()
 	}
+	c.stepLeft = -1
+	if c.regs.Eflags&trapFlag != 0 {
+		c.stepLeft = 1
+	}
 }
+
+// trapFlag is eflags' TF.
+const trapFlag = 0x100
+
+// trapTrace is the si_code of a single-step's SIGTRAP.
+const trapTrace = 2
 
 // runGuest is the guest thread's first turn: it starts at a program's
 // entry (the init process, a fresh address space after execve), or it is

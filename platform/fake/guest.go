@@ -171,10 +171,31 @@ func (g *Guest) Compute(d time.Duration) {
 // interruptPoint hands an Interrupt to the kernel before the instruction
 // at site runs, as the CPU would take the interrupt there.
 func (g *Guest) interruptPoint(site uint64) {
+	if c := g.c; c.stepLeft >= 0 && c.regs.Eflags&trapFlag != 0 {
+		if c.stepLeft > 0 {
+			c.stepLeft-- // this instruction runs; the trap comes before the next
+		} else {
+			c.regs.Rip = site
+			c.trap(platform.Event{Kind: platform.EventFault, Signo: int32(unix.SIGTRAP), Code: trapTrace,
+				Addr: uintptr(site), Trapno: 1})
+			g.resumeBefore()
+			g.settle(site)
+		}
+	}
 	if g.c.interrupted.Swap(false) {
 		g.c.regs.Rip = site
 		g.c.trap(platform.Event{Kind: platform.EventInterrupt})
+		g.resumeBefore()
 		g.settle(site)
+	}
+}
+
+// resumeBefore notes that the thread resumes at an instruction it has not
+// run yet, past the point that counts instructions: a single-step lets it
+// run and traps before the next one.
+func (g *Guest) resumeBefore() {
+	if g.c.stepLeft > 0 {
+		g.c.stepLeft = 0
 	}
 }
 

@@ -514,3 +514,15 @@ func (t *Task) Tracees() []*Task {
 	}
 	return out
 }
+
+// StopState says what holds the task, as /proc/<pid>/status's State line
+// tells it: a ptrace-stop ("t (tracing stop)"), a group stop of an
+// untraced task ("T (stopped)"), or neither.
+func (t *Task) StopState() (traced, stopped bool) {
+	t.tg.mu.Lock()
+	defer t.tg.mu.Unlock()
+	if t.pt.stopped {
+		return true, false
+	}
+	return false, t.pt.tracer == nil && t.tg.stopped
+}

@@ -390,3 +390,15 @@ func (t *Task) ptraceCloneEvent(event int, child *Task) {
 	}
 	t.ptraceEvent(event, uint64(child.tidIn(tracer)))
 }
+
+// cloneEflags is the eflags a child of t starts with: t's, without the
+// trap flag its tracer's single-step set, as Linux's copy_process clears
+// single-stepping.
+func (t *Task) cloneEflags() uint64 {
+	t.tg.mu.Lock()
+	defer t.tg.mu.Unlock()
+	if t.pt.forcedTF {
+		return t.regs.Eflags &^ eflagsTF
+	}
+	return t.regs.Eflags
+}

@@ -438,3 +438,49 @@ func TestYAMAScopeLetsOnlyAncestorsOrNamedTracersAttach(t *testing.T) {
 		t.Errorf("init ended with %+v; kernel log:\n%s", st, s.Log())
 	}
 }
+
+func TestSingleStepTrapsAfterEachInstructionWithTheTrapFlagHidden(t *testing.T) {
+	runInit(t, newSandbox(t), func(g *fake.Guest) {
+		word := g.Alloc(8)
+		pid := tracedChild(t, g, func(g *fake.Guest) {
+			g.WriteU64(word, 1) // one instruction
+			g.WriteU64(word, 2) // another
+			getpid(g)           // a syscall instruction
+			g.WriteU64(word, 3)
+		})
+		flagsOf := func() uint64 {
+			buf := g.Alloc(8)
+			mustPtrace(t, g, unix.PTRACE_PEEKUSR, pid, uintptr(unsafe.Offsetof(kernel.UserRegs{}.Eflags)), buf)
+			return g.ReadU64(buf)
+		}
+		var rips []uint64
+		for i := 0; i < 3; i++ {
+			mustPtrace(t, g, unix.PTRACE_SINGLESTEP, pid, 0, 0)
+			waitStop(t, g, pid, int(unix.SIGTRAP))
+			if signo, code, _, _ := sigInfo(g, pid); signo != int32(unix.SIGTRAP) || code != linuxabi.TRAP_TRACE {
+				t.Errorf("step %d: siginfo %d, %d; want SIGTRAP, TRAP_TRACE", i, signo, code)
+			}
+			r := getRegs(t, g, pid)
+			if r.Eflags&0x100 != 0 || flagsOf()&0x100 != 0 {
+				t.Errorf("step %d: the tracer sees the trap flag it did not set (eflags %#x)", i, r.Eflags)
+			}
+			rips = append(rips, r.Rip)
+		}
+		if rips[0] == rips[1] || rips[1] == rips[2] {
+			t.Errorf("each step should move on an instruction: rips %#x", rips)
+		}
+		// The third step went over the syscall instruction: the trap comes
+		// right after it, as the CPU's would.
+		if r := getRegs(t, g, pid); r.OrigRax != ^uint64(0) || int(r.Rax) != pid {
+			t.Errorf("after stepping over getpid: orig_rax %d, rax %d; want -1 and %d", int64(r.OrigRax), r.Rax, pid)
+		}
+		buf := g.Alloc(8)
+		mustPtrace(t, g, unix.PTRACE_PEEKDATA, pid, word, buf)
+		if v := g.ReadU64(buf); v != 2 {
+			t.Errorf("after three steps the tracee's word is %d, want 2", v)
+		}
+		// Continuing clears the trap flag: no more traps.
+		mustPtrace(t, g, unix.PTRACE_CONT, pid, 0, 0)
+		waitExit(t, g, pid, 0)
+	})
+}

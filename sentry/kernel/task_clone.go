@@ -77,6 +77,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	child.ctx, child.mm, child.exe, child.comm = ctx, m, t.exe, t.comm
 	child.regs = t.regs
 	child.regs.Rax = 0
+	child.regs.Eflags = t.cloneEflags() // not the trap flag of the parent's single-step
 	if o.Stack != 0 {
 		child.regs.Rsp = o.Stack
 	}

@@ -112,6 +112,7 @@ func (f *fs) taskFiles(p string, get func() (*kernel.Task, error), thread bool) 
 		gen("auxv", memory(func(t *kernel.Task) uintptr { return t.MM().Layout.AuxvStart },
 			func(t *kernel.Task) uintptr { return t.MM().Layout.AuxvEnd })),
 		gen("maps", maps), gen("smaps_rollup", smapsRollup),
+		{"mem", f.memNode(p+"mem", get)},
 		gen("mounts", mounts), gen("mountinfo", mountinfo), gen("limits", limits),
 		gen("cgroup", func(*kernel.Task) ([]byte, error) { return []byte(cgroupLine), nil }),
 		rw("oom_score_adj", numberMax, oomScoreAdj, writeOOMScoreAdj),

@@ -44,6 +44,8 @@ type node struct {
 	target   func(c vfs.Caller) (string, error) // symlinks
 	jump     func() (vfs.Path, error)           // magic links (fd/N): where following leads
 	volatile bool                               // children come and go (pid directories)
+	// openAs opens a file whose open depends on the opener (mem).
+	openAs func(c vfs.Context, flags int) (vfs.FileImpl, error)
 
 	// write takes one write(2) to a writable file: its first writeMax
 	// bytes, on behalf of the task w. The call returns the whole count.
@@ -158,6 +160,15 @@ func (n *node) ReadlinkAs(c vfs.Caller) (string, error) {
 		return "", unix.EINVAL
 	}
 	return n.target(c)
+}
+
+// OpenContext implements vfs.ContextOpener: the opener decides what some
+// files give (mem); the rest open as Open does.
+func (n *node) OpenContext(c vfs.Context, flags int) (vfs.FileImpl, error) {
+	if n.openAs != nil {
+		return n.openAs(c, flags)
+	}
+	return n.Open(flags)
 }
 
 // Open implements vfs.Inode: a file's content is generated once, at an

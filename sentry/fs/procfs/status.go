@@ -43,8 +43,12 @@ func status(t *kernel.Task, thread bool) ([]byte, error) {
 	}
 	var b strings.Builder
 	kb := func(name string, v uint64) { fmt.Fprintf(&b, "%s:\t%8d kB\n", name, v/1024) }
-	fmt.Fprintf(&b, "Name:\t%s\nUmask:\t%04o\nState:\t%s\nTgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\nTracerPid:\t0\n",
-		t.Comm(), t.FS().Umask(), taskState(t), t.PID(), pid, t.PPID())
+	tracerPid := int32(0)
+	if tr := t.Tracer(); tr != nil {
+		tracerPid = tr.TID()
+	}
+	fmt.Fprintf(&b, "Name:\t%s\nUmask:\t%04o\nState:\t%s\nTgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\nTracerPid:\t%d\n",
+		t.Comm(), t.FS().Umask(), taskState(t), t.PID(), pid, t.PPID(), tracerPid)
 	fmt.Fprintf(&b, "Uid:\t%s\nGid:\t%s\nFDSize:\t64\nGroups:\t%s\n", uid, gid, groups.String())
 	fmt.Fprintf(&b, "NStgid:\t%d\nNSpid:\t%d\nNSpgid:\t%d\nNSsid:\t%d\n", t.PID(), pid, t.PGID(), t.SID())
 	kb("VmPeak", u.Size)
@@ -78,8 +82,18 @@ func signalDispositions(tg *kernel.ThreadGroup) (ign, cgt uint64) {
 	return ign, cgt
 }
 
-// taskState is the process state letter and word.
-func taskState(t *kernel.Task) string { return "S (sleeping)" }
+// taskState is the process state letter and word: a stop, by ptrace or
+// job control, as Linux shows it; otherwise sleeping, as the sentry does
+// not tell a task running guest code from one blocked.
+func taskState(t *kernel.Task) string {
+	switch traced, stopped := t.StopState(); {
+	case traced:
+		return "t (tracing stop)"
+	case stopped:
+		return "T (stopped)"
+	}
+	return "S (sleeping)"
+}
 
 // statLine is /proc/<pid>/stat, or with thread the thread's own: its id,
 // name and CPU times rather than the process's.
