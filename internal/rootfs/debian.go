@@ -27,7 +27,7 @@ const debianSuite = "bookworm"
 
 // debianPackages are what agents run, beyond the minimal base system (bash,
 // coreutils, findutils, sed, grep, tar, dpkg).
-var debianPackages = []string{"python3", "python3-venv", "gcc", "libc6-dev", "make", "git", "sqlite3"}
+var debianPackages = []string{"python3", "python3-venv", "gcc", "libc6-dev", "make", "git", "sqlite3", "strace", "gdb", "bubblewrap"}
 
 // debootstrapArgs are the arguments that decide what the rootfs holds; the
 // target directory and the mirror follow them.
