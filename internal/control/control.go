@@ -58,7 +58,16 @@ type Setup struct {
 	// layer's file data stay in memory; past them, data moves to the file
 	// on BootSpillFD.
 	OverlayMemory int64 `json:"overlayMemory,omitempty"`
+	// Platform is how the sentry runs guest code: PlatformSystrap (the
+	// default, also when empty) or PlatformKVM.
+	Platform string `json:"platform,omitempty"`
 }
+
+// Platforms the sentry can run guest code on.
+const (
+	PlatformSystrap = "systrap"
+	PlatformKVM     = "kvm"
+)
 
 // Request is one control-socket call.
 type Request struct {
