@@ -172,7 +172,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 
 		RootfsWrites:  writes,
 		OverlayMemory: overlayMemory,
-		Platform:     g.platform,
+		Platform:      g.platform,
 	}
 	if err := handshake(cliSetupEnd, setup); err != nil {
 		if errors.Is(err, errSentryQuit) {
