@@ -8,7 +8,9 @@
  * MAP_PRIVATE mapping sees the file until it writes a page, then its own copy,
  * which never reaches the file; msync succeeds on a shared mapping; what a
  * process wrote through a mapping is in the file after munmap and after the
- * process exits. FIFOs (mkfifo, mknod S_IFIFO): a reader's open waits for a
+ * process exits; a mapping longer than its file raises SIGBUS past the end
+ * until the file grows (ftruncate or a write past the end), and then sees
+ * the new part, shared or private. FIFOs (mkfifo, mknod S_IFIFO): a reader's open waits for a
  * writer, and gets what a writer that has already closed wrote; a writer's
  * open waits for a reader; O_NONBLOCK: a reader opens at once and reads end
  * of file, a writer with no reader gets ENXIO; O_RDWR never waits; the node
@@ -18,6 +20,7 @@
 #include "check.h"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 static char scratch[64];
@@ -95,6 +98,58 @@ static void test_shared_mappings(void)
 	close(fd);
 }
 
+/* bus reports whether reading p in a child process raises SIGBUS. */
+static int bus(volatile char *p)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct rlimit none = { 0, 0 };
+
+		setrlimit(RLIMIT_CORE, &none);
+		(void)*p;
+		_exit(0);
+	}
+	return !strcmp(check_wait_str(pid), "killed by SIGBUS");
+}
+
+static void test_mapping_grows(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int fd = CHECK_OK(open(P("grow"), O_CREAT | O_RDWR | O_TRUNC, 0644));
+	char buf[8];
+
+	CHECK_EQ(write(fd, "head", 4), 4);
+	char *sh = mmap(NULL, 3 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	char *pv = mmap(NULL, 3 * page, PROT_READ, MAP_PRIVATE, fd, 0);
+	CHECK(sh != MAP_FAILED && pv != MAP_FAILED);
+	if (sh == MAP_FAILED || pv == MAP_FAILED)
+		return;
+	CHECK_EQ(bus(sh + page), 1);
+	CHECK_EQ(bus(pv + page), 1);
+
+	/* ftruncate grows it to two pages: the second is there, as zeros,
+	 * in both mappings, and what the shared one writes is the file's. */
+	CHECK_OK(ftruncate(fd, 2 * page));
+	CHECK_EQ(bus(sh + page), 0);
+	CHECK_EQ(sh[page], 0);
+	CHECK_EQ(pv[page + 1], 0);
+	sh[page] = 'x';
+	CHECK_EQ(pread(fd, buf, 1, page), 1);
+	CHECK_EQ(buf[0], 'x');
+	CHECK_EQ(pv[page], 'x');
+	CHECK_EQ(bus(sh + 2 * page), 1);
+
+	/* A write past the end grows it into the third page. */
+	CHECK_EQ(pwrite(fd, "tail", 4, 2 * page + 8), 4);
+	CHECK_EQ(bus(sh + 2 * page), 0);
+	CHECK_MEM(sh + 2 * page + 8, "tail", 4);
+	CHECK_MEM(pv + 2 * page + 8, "tail", 4);
+	munmap(sh, 3 * page);
+	munmap(pv, 3 * page);
+	close(fd);
+}
+
 static void test_fifos(void)
 {
 	char buf[32];
@@ -162,6 +217,7 @@ int main(int argc, char **argv)
 		return check_finish();
 	}
 	test_shared_mappings();
+	test_mapping_grows();
 	test_fifos();
 	return check_finish();
 }

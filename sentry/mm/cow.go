@@ -175,6 +175,9 @@ func (m *MemoryManager) HandleFault(addr uintptr, access platform.Prot) Fault {
 		return FaultSEGV
 	}
 	if p.pastEOF {
+		if m.fillGrownLocked(v, p, addr) {
+			return FaultHandled
+		}
 		return FaultBus
 	}
 	if access&platform.ProtWrite != 0 && p.cow {

@@ -3,6 +3,7 @@ package mm
 import (
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/moat-sandbox/moat/platform"
 	"github.com/moat-sandbox/moat/sentry/memfile"
@@ -38,6 +39,10 @@ type FilePages struct {
 	// of all the FilePages sharing it pass its limit (spill.go).
 	spill *Spill
 
+	// size is the file's size as its owner last set it, so that a
+	// mapping made when the file was shorter sees it grow.
+	size atomic.Int64
+
 	mu     sync.Mutex
 	chunks map[int64]*chunk // by index: file offset / ChunkSize
 	// out are the chunks moved to the spill, by index; an index is in
@@ -66,6 +71,22 @@ func NewSpillingPages(mf *memfile.File, account func(n int64) error, s *Spill) *
 	p.spill, p.out = s, make(map[int64]*spilled)
 	return p
 }
+
+// SetSize records the file's size, which its owner keeps.
+func (p *FilePages) SetSize(n int64) { p.size.Store(n) }
+
+// GrowSize records that the file is at least n bytes long.
+func (p *FilePages) GrowSize(n int64) {
+	for {
+		old := p.size.Load()
+		if n <= old || p.size.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// Size is the file's size as last recorded.
+func (p *FilePages) Size() int64 { return p.size.Load() }
 
 // Backing is the file a cache of FilePages stands for.
 type Backing interface {

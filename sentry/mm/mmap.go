@@ -205,6 +205,31 @@ func (m *MemoryManager) filePagesLocked(v *vma, lo, hi uintptr, fileOff uint64) 
 	return append(out, rest...), nil
 }
 
+// fillGrownLocked backs the pages of p, past the end of v's file when they
+// were mapped, with the file's own pages as far as the file has grown
+// since, as a mapping sees its file grow on Linux; it reports whether
+// addr's page is now one of them.
+func (m *MemoryManager) fillGrownLocked(v *vma, p *pma, addr uintptr) bool {
+	if v.pages == nil {
+		return false
+	}
+	size, _ := pageRoundUp(uintptr(v.pages.Size()))
+	if v.fileOff+uint64(pageRoundDown(addr)-v.start) >= uint64(size) {
+		return false
+	}
+	lo, hi := p.start, min(p.end, v.start+uintptr(uint64(size)-v.fileOff))
+	v.fileSize = max(v.fileSize, v.pages.Size())
+	ps, err := m.filePagesLocked(v, lo, hi, v.fileOff+uint64(lo-v.start))
+	if err != nil {
+		return false
+	}
+	i, j := m.pmas.isolate(lo, hi)
+	m.dropPmas(m.pmas.s[i:j])
+	m.pmas.remove(i, j)
+	m.insertPmasLocked(v, ps)
+	return true
+}
+
 // zeroPagesLocked returns fresh zero pages for [lo, hi).
 func (m *MemoryManager) zeroPagesLocked(lo, hi uintptr, pastEOF bool) ([]pma, error) {
 	off, err := m.mf.Allocate(uint64(hi - lo))

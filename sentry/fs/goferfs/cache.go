@@ -86,6 +86,7 @@ func (i *inode) filePages(f *host.Regular, writable bool) (*mm.FilePages, int64)
 				i.backing.fd, i.backing.writable = fd, true
 			}
 		}
+		c.SetSize(st.Size)
 		return c, st.Size
 	}
 	fd, err := dupFD(f.FD())
@@ -94,6 +95,7 @@ func (i *inode) filePages(f *host.Regular, writable bool) (*mm.FilePages, int64)
 	}
 	i.backing = &hostBacking{i: i, fd: fd, writable: writable}
 	c := mm.NewCachePages(i.fs.mf, i.backing)
+	c.SetSize(st.Size)
 	i.pages.Store(c)
 	return c, st.Size
 }
@@ -125,6 +127,7 @@ func (i *inode) readCached(c *mm.FilePages, dst *vfs.IOSeq, off int64) (int, err
 // updateCached copies n bytes of src, just written to the host at off,
 // into the cache.
 func updateCached(c *mm.FilePages, src *vfs.IOSeq, off int64, n int) {
+	c.GrowSize(off + int64(n))
 	src.Truncated(n).WithSlices(false, func(bufs [][]byte) (int, error) {
 		done := 0
 		for _, b := range bufs {

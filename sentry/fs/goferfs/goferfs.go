@@ -252,6 +252,7 @@ func (i *inode) Open(flags int) (vfs.FileImpl, error) {
 		i.markStale() // the size and times changed, and the file may be opened read-only
 		if c := i.pages.Load(); c != nil {
 			c.Truncate(0)
+			c.SetSize(0)
 		}
 	}
 	return i.writer(f, flags&unix.O_ACCMODE != unix.O_RDONLY), nil

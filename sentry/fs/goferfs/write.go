@@ -174,6 +174,7 @@ func (i *inode) SetAttr(a *vfs.Attr) error {
 	i.setAttr(out)
 	if c := i.pages.Load(); c != nil && a.Mask&vfs.SetSize != 0 {
 		c.Truncate(a.Size)
+		c.SetSize(a.Size)
 	}
 	return nil
 }

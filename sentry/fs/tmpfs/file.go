@@ -139,6 +139,7 @@ func (n *inode) writeLocked(b []byte, off int64) (int, error) {
 	done, err := n.data.WriteAt(b, off)
 	if end := off + int64(done); end > n.size {
 		n.size = end
+		n.data.SetSize(end)
 	}
 	return done, err
 }
@@ -152,6 +153,7 @@ func (n *inode) truncateLocked(size int64) {
 		n.data.Truncate(n.size)
 	}
 	n.size = size
+	n.data.SetSize(size)
 }
 
 // allocStep is how much of a fallocate range is allocated between looks
@@ -186,6 +188,7 @@ func (f *file) Allocate(c vfs.Context, off, length int64) error {
 	t := now()
 	if off+length > n.size {
 		n.size = off + length
+		n.data.SetSize(n.size)
 		n.mtime = t
 	}
 	n.ctime = t
