@@ -143,6 +143,7 @@ func (e *Env) runContainer(ctx context.Context, rt *Runtime, args []string, p *P
 	spec := containerSpec(args)
 	if p != nil {
 		spec.Linux.MaskedPaths, spec.Linux.ReadonlyPaths = p.MaskedPaths, p.ReadonlyPaths
+		spec.Linux.Sysctl = p.Sysctl
 	}
 	if err := ocirun.WriteSpec(e.bundle.dir, spec); err != nil {
 		return Outcome{ExitCode: -1, Error: err.Error()}

@@ -28,6 +28,9 @@ type Program struct {
 	// linux.maskedPaths and linux.readonlyPaths: the paths a program's
 	// "// masked-paths:" and "// readonly-paths:" lines name.
 	MaskedPaths, ReadonlyPaths []string
+	// Sysctl goes into the container config's linux.sysctl, from
+	// "// sysctl: name=value" lines.
+	Sysctl map[string]string
 	source                     []byte
 }
 
@@ -72,6 +75,16 @@ func parseProgram(file string, src []byte) (Program, error) {
 		}
 		if rest, ok := strings.CutPrefix(sc.Text(), "// readonly-paths:"); ok {
 			p.ReadonlyPaths = append(p.ReadonlyPaths, strings.Fields(rest)...)
+		}
+		if rest, ok := strings.CutPrefix(sc.Text(), "// sysctl:"); ok {
+			name, value, found := strings.Cut(strings.TrimSpace(rest), "=")
+			if !found || name == "" {
+				return Program{}, fmt.Errorf("%s: sysctl line %q is not name=value", file, rest)
+			}
+			if p.Sysctl == nil {
+				p.Sysctl = map[string]string{}
+			}
+			p.Sysctl[name] = value
 		}
 		rest, ok := strings.CutPrefix(sc.Text(), "// covers:")
 		if !ok {

@@ -11,10 +11,10 @@ const (
 	noteXattr     = "user., trusted. and security. attributes, on regular files and directories of the gofer's trees and on any tmpfs file; system. (POSIX ACLs) answers EOPNOTSUPP"
 	noteInotify   = "events for what the guest does through the sentry; changes the host makes behind a bind mount are not seen, nor writes through shared mappings (Linux reports neither); max_user_watches and max_user_instances are not enforced"
 	noteSched     = "policies, priorities and nice values are kept per thread and reported as Linux reports them; the host schedules every guest thread alike"
-	noteSocket    = "AF_UNIX (stream, datagram, seqpacket); other families answer EAFNOSUPPORT"
-	noteSendmsg   = "AF_UNIX takes SCM_RIGHTS and SCM_CREDENTIALS; MSG_OOB is EOPNOTSUPP"
+	noteSocket    = "AF_UNIX (stream, datagram, seqpacket); AF_INET and AF_INET6 (TCP, UDP, ICMP echo, and raw sockets with CAP_NET_RAW) over the sandbox's netstack; AF_NETLINK NETLINK_ROUTE (links, addresses, routes; changes answer EPERM or EOPNOTSUPP); AF_PACKET and other families EAFNOSUPPORT"
+	noteSendmsg   = "AF_UNIX takes SCM_RIGHTS and SCM_CREDENTIALS, IP sockets IP_TTL and IPV6_HOPLIMIT; no MSG_OOB"
 	noteRecvmsg   = "no MSG_OOB, MSG_ERRQUEUE or SO_PEEK_OFF offsets"
-	noteSockopt   = "SOL_SOCKET options of AF_UNIX (SO_PEERGROUPS and SO_PEERSEC answer ENOPROTOOPT)"
+	noteSockopt   = "the SOL_SOCKET, SOL_TCP, SOL_IP and SOL_IPV6 options programs set (TCP_INFO with netstack's counters, the others 0); no multicast membership, SO_PEERGROUPS or SO_PEERSEC"
 	noteMapEOF    = "a file's pages past its end when mapped stay SIGBUS if the file grows later, and a tmpfs size limit does not count pages first written through a mapping"
 
 	noteMountsInside = "until mounts inside the sandbox's own tree (issue #14)"

@@ -6,6 +6,8 @@ import (
 	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/kernel"
+	"github.com/moat-sandbox/moat/sentry/net/inet"
+	"github.com/moat-sandbox/moat/sentry/net/netlink"
 	"github.com/moat-sandbox/moat/sentry/net/socket"
 	"github.com/moat-sandbox/moat/sentry/net/unixsock"
 	"github.com/moat-sandbox/moat/sentry/vfs"
@@ -23,6 +25,14 @@ func newSocket(t *kernel.Task, domain, typ, protocol int) (socket.Socket, error)
 	switch domain {
 	case unix.AF_UNIX:
 		return unixsock.New(t, typ, protocol)
+	case unix.AF_INET, unix.AF_INET6:
+		return inet.New(t, domain, typ, protocol)
+	case unix.AF_NETLINK:
+		return netlink.New(t, typ, protocol)
+	case unix.AF_PACKET:
+		if !t.HasCap(unix.CAP_NET_RAW) {
+			return nil, unix.EPERM
+		}
 	}
 	return nil, unix.EAFNOSUPPORT
 }

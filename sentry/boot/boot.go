@@ -74,6 +74,9 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	if err != nil {
 		return nil, err
 	}
+	if err := setupNetwork(k, spec.Linux); err != nil {
+		return nil, err
+	}
 	for _, m := range procs {
 		if err := mountAt(root, m.dest, procfs.New(k), "proc", m.flags, m.source, ""); err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/kernel"
+	"github.com/moat-sandbox/moat/sentry/net/netstack"
 	"github.com/moat-sandbox/moat/sentry/net/socket"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 	"github.com/moat-sandbox/moat/sentry/waiter"
@@ -108,6 +109,15 @@ func (e *endpoint) Ioctl(cmd uint32, arg uintptr, io vfs.IoctlIO) (uintptr, erro
 		n = e.wmem
 		e.ns.mu.Unlock()
 	default:
+		// Any socket answers the interface requests (dev_ioctl), which
+		// the C library's if_nametoindex makes on an AF_UNIX one.
+		if t, ok := io.(*kernel.Task); ok {
+			if st, err := netstack.Of(t.Kernel()); err == nil {
+				if handled, err := netstack.InterfaceIoctl(st, cmd, arg, io); handled {
+					return 0, err
+				}
+			}
+		}
 		return 0, unix.ENOTTY
 	}
 	_, err := io.CopyOut(arg, socket.PutInt32(int32(n)))
