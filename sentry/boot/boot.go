@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -61,27 +62,23 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	if err != nil {
 		return nil, err
 	}
-	root, procs, err := buildTree(setup, gofer.NewClient(goferFD), mf, log)
-	if err != nil {
-		return nil, err
-	}
 	hostname := spec.Hostname
 	if hostname == "" {
 		hostname = "localhost"
 	}
-	k, err := kernel.New(kernel.Config{Platform: plat, MemFile: mf, Syscalls: syscalls.NewTable(), Root: root,
+	// The kernel comes first, its root once the tree is built: a proc
+	// mount is made in the config's order, as runc mounts them, so that
+	// /proc/self/mountinfo lists the mounts in that order.
+	k, err := kernel.New(kernel.Config{Platform: plat, MemFile: mf, Syscalls: syscalls.NewTable(),
 		Hostname: hostname, HWCap: hw.hwcap, HWCap2: hw.hwcap2, MinSigStackSize: hw.minSigStk, Log: log})
 	if err != nil {
 		return nil, err
 	}
-	if err := setupNetwork(k, spec.Linux); err != nil {
+	root, err := buildTree(setup, gofer.NewClient(goferFD), mf, k, log)
+	if err != nil {
 		return nil, err
 	}
-	for _, m := range procs {
-		if err := mountAt(root, m.dest, procfs.New(k), "proc", m.flags, m.source, ""); err != nil {
-			return nil, err
-		}
-	}
+	k.Root = root
 	if err := applyPathRules(root, spec.Linux, mf); err != nil {
 		return nil, err
 	}
@@ -129,39 +126,48 @@ func readAuxv() (hostCPU, error) {
 	return h, nil
 }
 
-// buildTree mounts the root file system at /, devfs at /dev, and the
-// config's mounts in its order: bind mounts through their gofer sockets,
-// the file systems the sentry makes (mountFS), and proc once the kernel
-// exists. Other mount types are not supported yet and are logged.
-func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, log func(string, ...any)) (vfs.Path, []procMount, error) {
+// buildTree mounts the root file system at /, and the config's mounts in
+// its order: devfs at /dev (with the type, source and flags of the
+// config's /dev mount, which it stands for; first, if there is none), bind mounts through their
+// gofer sockets, the file systems the sentry makes (mountFS), and proc,
+// k's. Other mount types are not supported yet and are logged.
+func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, k *kernel.Kernel, log func(string, ...any)) (vfs.Path, error) {
 	spec := setup.Spec
 	root, err := mountRoot(spec.Root.Readonly, setup.RootfsWrites, setup.OverlayMemory, c, mf)
 	if err != nil {
-		return vfs.Path{}, nil, fmt.Errorf("mount the root file system: %w", err)
+		return vfs.Path{}, fmt.Errorf("mount the root file system: %w", err)
 	}
 	now, _ := unix.TimeToTimespec(timeNow())
-	if err := mountAt(root, "/dev", devfs.New(now), "devtmpfs", unix.MS_NOSUID, "devtmpfs", "mode=755"); err != nil {
-		return vfs.Path{}, nil, err
+	if !slices.ContainsFunc(spec.Mounts, func(m specs.Mount) bool { return path.Clean(m.Destination) == "/dev" }) {
+		if err := mountAt(root, "/dev", devfs.New(now), "devtmpfs", unix.MS_NOSUID, "devtmpfs", "mode=755"); err != nil {
+			return vfs.Path{}, err
+		}
 	}
 	bindFD := make(map[int]int, len(setup.Binds))
 	for j, index := range setup.Binds {
 		bindFD[index] = control.BootBindFD0 + j
 	}
-	var procs []procMount
 	ptsMounted := false
 	for i, m := range spec.Mounts {
 		switch fd, isBind := bindFD[i]; {
 		case isBind:
 			if err := mountBind(root, m, gofer.NewClient(fd), mf); err != nil {
-				return vfs.Path{}, nil, err
+				return vfs.Path{}, err
 			}
-		case m.Destination == "/dev":
+		case path.Clean(m.Destination) == "/dev":
+			// devfs stands for the config's /dev, in its place.
+			flags, _ := mountFlags(m.Options)
+			if err := mountAt(root, "/dev", devfs.New(now), m.Type, flags, m.Source, "mode=755"); err != nil {
+				return vfs.Path{}, err
+			}
 		case m.Type == "proc":
 			flags, _ := mountFlags(m.Options)
-			procs = append(procs, procMount{dest: m.Destination, source: m.Source, flags: flags})
+			if err := mountAt(root, m.Destination, procfs.New(k), "proc", flags, m.Source, ""); err != nil {
+				return vfs.Path{}, err
+			}
 		default:
 			if err := mountFS(root, m, mf, log); err != nil {
-				return vfs.Path{}, nil, err
+				return vfs.Path{}, err
 			}
 			ptsMounted = ptsMounted || m.Type == "devpts" && path.Clean(m.Destination) == "/dev/pts"
 		}
@@ -172,10 +178,10 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, log func
 		pts := specs.Mount{Destination: "/dev/pts", Type: "devpts", Source: "devpts",
 			Options: append([]string{"nosuid", "noexec"}, devpts.RuncOptions...)}
 		if err := mountFS(root, pts, mf, log); err != nil {
-			return vfs.Path{}, nil, err
+			return vfs.Path{}, err
 		}
 	}
-	return root, procs, nil
+	return root, nil
 }
 
 // mountFS mounts a file system the sentry makes for an OCI mount: tmpfs;
@@ -348,12 +354,6 @@ func mountFlags(options []string) (int, []string) {
 		}
 	}
 	return flags, data
-}
-
-// procMount is a /proc to mount once the kernel exists.
-type procMount struct {
-	dest, source string
-	flags        int
 }
 
 // mountAt attaches a file system at dest (an absolute path), making the
