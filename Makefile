@@ -36,7 +36,7 @@ RUNTIME ?= moat
 # busybox-static fills test root file systems, runc is the reference.
 DEB_PACKAGES := gcc libc6-dev binutils busybox-static runc
 
-.PHONY: all build deps unit race race-integration test demo conformance docs clean engines
+.PHONY: all build deps unit race race-integration test demo conformance docs clean engines oci-validation
 
 all: build
 
@@ -98,6 +98,20 @@ test: deps build
 # (as root; a case skips, saying why, when its engine cannot be installed).
 engines: build
 	MOAT_BINARY=$(abspath $(BIN)/moat) $(GO) test -count=1 -timeout 10m $(MODULE)/integration/engines
+
+# oci-validation builds the OCI runtime-tools validation programs (the
+# module pinned in tools/runtime-tools), runs each under runc and moat (as
+# root) and writes docs/oci-validation.md with their TAP results side by
+# side; the TAP logs stay in $(BUILD)/runtime-tools/logs.
+OCI_TOOLS := $(abspath $(BUILD))/runtime-tools
+OCI_MODULE := github.com/opencontainers/runtime-tools
+oci-validation: deps build
+	@mkdir -p $(OCI_TOOLS)/bin
+	cd tools/runtime-tools && for p in $$($(GO) list $(OCI_MODULE)/validation/... | grep -v /util$$); do \
+		$(GO) build -o $(OCI_TOOLS)/bin/$$(basename $$p) $$p || exit 1; done
+	cd tools/runtime-tools && $(NOCGO) $(GO) build -o $(OCI_TOOLS)/runtimetest $(OCI_MODULE)/cmd/runtimetest
+	cp "$$(cd tools/runtime-tools && $(GO) list -m -f '{{.Dir}}' $(OCI_MODULE))/rootfs-amd64.tar.gz" $(OCI_TOOLS)/
+	tools/runtime-tools/run.sh $(OCI_TOOLS) docs/oci-validation.md runc=$$(command -v runc) moat=$(abspath $(BIN)/moat)
 
 # race-integration runs the integration tests on a moat built with the race
 # detector (opt-in, as root: a second build and a second integration run). Its
