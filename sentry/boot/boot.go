@@ -74,6 +74,9 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	if err != nil {
 		return nil, err
 	}
+	if err := setupNetwork(k, spec.Linux); err != nil {
+		return nil, err
+	}
 	root, err := buildTree(setup, gofer.NewClient(goferFD), mf, k, log)
 	if err != nil {
 		return nil, err
