@@ -48,6 +48,7 @@ func (f *fs) rootDir() *node {
 		}),
 		file("filesystems", func() ([]byte, error) { return []byte(filesystems), nil }),
 		file("locks", locks),
+		{"net", f.netDir()}, // net.go
 		{"sys", f.sysDir()},
 		{"sysvipc", f.sysvipcDir()},
 	}

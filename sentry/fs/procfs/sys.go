@@ -27,7 +27,7 @@ import (
 //	vm/{overcommit_memory,overcommit_ratio,max_map_count,mmap_min_addr}
 //	fs/{file-max,nr_open,pipe-max-size}
 //	fs/inotify/{max_user_watches,max_user_instances,max_queued_events}
-//	net/core/somaxconn (the rest of net/ comes with networking)
+//	net/{core,ipv4,ipv6,unix}/... (net.go)
 func (f *fs) sysDir() *node {
 	value := func(path, v string) child {
 		name := path[strings.LastIndexByte(path, '/')+1:]
@@ -68,7 +68,7 @@ func (f *fs) sysDir() *node {
 				number("fs/pipe-max-size", pipe.MaxSize),
 				dir("fs/inotify", number("fs/inotify/max_user_watches", 8192),
 					number("fs/inotify/max_user_instances", 128), number("fs/inotify/max_queued_events", inotify.MaxQueuedEvents))),
-			dir("net", dir("net/core", number("net/core/somaxconn", 4096))),
+			f.sysNetDir(), // net.go
 		}
 	})
 }

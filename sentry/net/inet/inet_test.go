@@ -2,12 +2,15 @@ package inet_test
 
 import (
 	"encoding/binary"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/platform/fake"
+	"github.com/moat-sandbox/moat/sentry/fs/procfs"
 	"github.com/moat-sandbox/moat/sentry/kernel/kerneltest"
 	"github.com/moat-sandbox/moat/syscalls"
 )
@@ -187,4 +190,67 @@ func TestConnectToAClosedPortIsRefusedAndNonblockingConnectIsInProgress(t *testi
 			t.Errorf("connect again: %v, want EISCONN", errno)
 		}
 	})
+}
+
+// TestProcNetShowsSocketsAsLinuxPrintsThem: /proc/net/tcp lists a
+// listener on 127.0.0.1 (0100007F) with its port, state LISTEN (0A) and
+// its socket's inode; /proc/net/unix a bound AF_UNIX socket's name.
+func TestProcNetShowsSocketsAsLinuxPrintsThem(t *testing.T) {
+	s := kerneltest.New(t, syscalls.NewTable())
+	s.Mkdir("/proc", 0o555)
+	s.Mount("/proc", procfs.New(s.Kernel), "proc", 0)
+	st := s.Run(func(fg *fake.Guest) {
+		g := guest{fg, t}
+		l := g.must("socket", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0)
+		a, n := g.sin(0)
+		g.must("bind", unix.SYS_BIND, l, a, n)
+		g.must("listen", unix.SYS_LISTEN, l, 8)
+		port := g.port(l)
+		sb := g.Alloc(256)
+		g.must("fstat", unix.SYS_FSTAT, l, sb)
+		ino := g.ReadU64(sb + 8)
+		u := g.must("socket", unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_STREAM, 0)
+		ua := g.Alloc(16)
+		g.Write(ua, append([]byte{unix.AF_UNIX, 0}, "/tmp/u.sock"...))
+		g.must("bind", unix.SYS_BIND, u, ua, 13)
+		tcp := g.readFile("/proc/net/tcp")
+		want := fmt.Sprintf("0100007F:%04X 00000000:0000 0A", port)
+		if !strings.Contains(tcp, want) || !strings.Contains(tcp, fmt.Sprintf(" %d ", ino)) {
+			t.Errorf("/proc/net/tcp has no %q with inode %d:\n%s", want, ino, tcp)
+		}
+		if lines := strings.Split(tcp, "\n"); len(lines[0]) != 149 {
+			t.Errorf("/proc/net/tcp's header is %d characters, want Linux's 149", len(lines[0]))
+		}
+		if un := g.readFile("/proc/net/unix"); !strings.Contains(un, " /tmp/u.sock\n") {
+			t.Errorf("/proc/net/unix:\n%s", un)
+		}
+		if v := g.readFile("/proc/sys/net/ipv4/ip_local_port_range"); v != "32768\t60999\n" {
+			t.Errorf("ip_local_port_range %q", v)
+		}
+	})
+	if st.Code != 0 || st.Signo != 0 {
+		t.Errorf("guest ended %+v; log:\n%s", st, s.Log())
+	}
+}
+
+// readFile reads a whole file in the guest.
+func (g guest) readFile(name string) string {
+	fd, errno := g.Call(unix.SYS_OPEN, g.CString(name), unix.O_RDONLY)
+	if errno != 0 {
+		g.t.Errorf("open %s: %v", name, errno)
+		return ""
+	}
+	defer g.Call(unix.SYS_CLOSE, fd)
+	buf := g.Alloc(1 << 16)
+	var out []byte
+	for {
+		n, errno := g.Call(unix.SYS_READ, fd, buf, 1<<16)
+		if errno != 0 || n == 0 {
+			break
+		}
+		b := make([]byte, n)
+		g.Read(buf, b)
+		out = append(out, b...)
+	}
+	return string(out)
 }
