@@ -64,7 +64,9 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	}
 	hostname := spec.Hostname
 	if hostname == "" {
-		hostname = "localhost"
+		// A new UTS namespace starts with its parent's name, which runc
+		// leaves when the config sets none.
+		hostname = hostName()
 	}
 	// The kernel comes first, its root once the tree is built: a proc
 	// mount is made in the config's order, as runc mounts them, so that
@@ -101,6 +103,16 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 		return nil, err
 	}
 	return &Sandbox{Kernel: k, log: log}, nil
+}
+
+// hostName is the host's node name, as uname(2) gives it, or
+// "localhost" if that fails.
+func hostName() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "localhost"
+	}
+	return unix.ByteSliceToString(u.Nodename[:])
 }
 
 // hostCPU are the facts about the CPU that a new program's auxiliary

@@ -39,6 +39,7 @@ func initSpec(p *specs.Process) (kernel.InitSpec, error) {
 		s.Umask = *p.User.Umask & 0o777
 	}
 	s.NoNewPrivs = p.NoNewPrivileges
+	s.OOMScoreAdj = p.OOMScoreAdj
 	if c := p.Capabilities; c != nil {
 		var err error
 		for _, set := range []struct {

@@ -171,3 +171,37 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+func TestTheConfigsOOMScoreAdjIsTheProcesssAndItsFloor(t *testing.T) {
+	s := newSandbox(t)
+	var adj atomic.Int64
+	s.AddProgram("/bin/probe", func(g *fake.Guest) {
+		for _, tg := range s.Kernel.ThreadGroups() {
+			if tg.PID() == int32(getpid(g)) {
+				adj.Store(int64(tg.OOMScoreAdj()))
+				// The floor moved with it: going below it needs CAP_SYS_RESOURCE.
+				if err := tg.SetOOMScoreAdj(-501, false, false); err != unix.EACCES {
+					t.Errorf("lowering below the config's value without privilege = %v, want EACCES", err)
+				}
+			}
+		}
+	})
+	release := startInitHeld(t, s)
+	defer func() { close(release); s.Wait() }()
+	spec := execSpec("/bin/probe")
+	v := -500
+	spec.OOMScoreAdj = &v
+	p, err := s.Kernel.StartProcess(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitProcess(t, p)
+	if adj.Load() != -500 {
+		t.Errorf("oom_score_adj = %d, want -500", adj.Load())
+	}
+	bad := 1001
+	spec.OOMScoreAdj = &bad
+	if _, err := s.Kernel.StartProcess(spec); err == nil || !containsAll(err.Error(), "oomScoreAdj", "1001") {
+		t.Errorf("oomScoreAdj 1001 = %v, want an error naming it", err)
+	}
+}

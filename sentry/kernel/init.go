@@ -33,6 +33,9 @@ type InitSpec struct {
 	// Console, if set, is the controlling terminal of init's session
 	// (the container's terminal), with init's group in the foreground.
 	Console *TTY
+	// OOMScoreAdj, if set, is the process's oom_score_adj, written as
+	// runc writes it (with CAP_SYS_RESOURCE: the floor moves with it).
+	OOMScoreAdj *int
 }
 
 // InitError is a problem with the init process's configuration, worded for
@@ -104,6 +107,12 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 		}
 	}
 	tg.limits.setAll(limits)
+	if a := s.OOMScoreAdj; a != nil {
+		if *a < OOMScoreAdjMin || *a > OOMScoreAdjMax {
+			return nil, nil, &InitError{fmt.Sprintf("process.oomScoreAdj %d is outside [%d, %d]", *a, OOMScoreAdjMin, OOMScoreAdjMax)}
+		}
+		tg.SetOOMScoreAdj(*a, false, true)
+	}
 	t := newTask(k, tg)
 	t.regs, t.ctx, t.mm, t.exe, t.comm = img.regs, ctx, img.mm, img.exe, img.comm
 	t.fds, t.fs, t.creds = NewFDTable(), fs, creds
