@@ -2,7 +2,9 @@
 # run.sh BUILD_DIR OUT.md RUNTIME=PATH...: runs every OCI runtime-tools
 # validation program in BUILD_DIR (built by `make oci-validation`) under
 # each runtime and writes OUT.md with each program's TAP result side by
-# side. A program passes when it exits 0 with no "not ok" line.
+# side. A program passes when it exits 0 with no "not ok" line. What
+# OUT.md holds from its line "## Why moat fails" on is written by hand
+# (each failure explained) and kept.
 set -uo pipefail
 build=$1 out=$2
 shift 2
@@ -12,6 +14,8 @@ work=$(mktemp -d /tmp/oci-validation.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cp "$build/runtimetest" "$build/rootfs-amd64.tar.gz" "$work/"
 declare -A result passed
+kept=
+if [ -f "$out" ]; then kept=$(sed -n '/^## Why moat fails/,$p' "$out"); fi
 {
 	echo "# OCI runtime-tools validation"
 	echo
@@ -19,7 +23,9 @@ declare -A result passed
 	echo "validation programs of github.com/opencontainers/runtime-tools v0.9.0"
 	echo "run under each runtime on this machine. A cell is the program's TAP"
 	echo "result: pass, or fail with its failed and total assertions (a"
-	echo "program that dies before its plan shows its exit status)."
+	echo "program that dies before its plan shows its exit status). moat"
+	echo "runs with --rootfs-writes host, so that what a container writes"
+	echo "reaches the bundle's rootfs, where the programs look for it."
 	echo
 	printf "| program |"; for n in "${names[@]}"; do printf " %s |" "$n"; done; echo
 	printf "| --- |"; for n in "${names[@]}"; do printf " --- |"; done; echo
@@ -47,5 +53,7 @@ declare -A result passed
 	echo
 	printf "Programs passed:"; for n in "${names[@]}"; do printf " %s %s," "$n" "${passed[$n]:-0}"; done
 	echo " of $(ls "$build"/bin | wc -l)."
-} >"$out"
+	if [ -n "$kept" ]; then echo; echo "$kept"; fi
+} >"$out.new"
+mv "$out.new" "$out"
 echo "wrote $out; TAP logs in $build/logs"
