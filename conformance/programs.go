@@ -31,7 +31,7 @@ type Program struct {
 	// Sysctl goes into the container config's linux.sysctl, from
 	// "// sysctl: name=value" lines.
 	Sysctl map[string]string
-	source                     []byte
+	source []byte
 }
 
 // Programs returns the embedded conformance programs, sorted by file name.

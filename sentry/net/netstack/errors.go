@@ -1,8 +1,8 @@
 package netstack
 
 import (
-	"gvisor.dev/gvisor/pkg/tcpip"
 	"golang.org/x/sys/unix"
+	"gvisor.dev/gvisor/pkg/tcpip"
 )
 
 // Error is the errno Linux gives for what netstack reports as err.
