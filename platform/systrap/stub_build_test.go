@@ -44,29 +44,57 @@ func stubDefines() []string {
 	return out
 }
 
-// buildStub assembles stub/stub_amd64.S into flat machine code.
-func buildStub(t *testing.T) []byte {
-	t.Helper()
+// assembled is the stub's machine code, assembled before any test runs
+// (TestMain): once a test has started a platform, its reaper waits for
+// every child of the test process (reaper.go) and would take gcc's exit
+// status from under exec.Cmd.Wait.
+var assembled struct {
+	code []byte
+	skip string // why the code could not be checked, if it could not
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	assembled.code, assembled.skip, assembled.err = assembleStub()
+	os.Exit(m.Run())
+}
+
+// assembleStub assembles stub/stub_amd64.S into flat machine code.
+func assembleStub() (code []byte, skip string, err error) {
 	for _, tool := range []string{"gcc", "objcopy"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (make test installs it): cannot check the stub's machine code", tool)
+			return nil, tool + " not installed (make test installs it): cannot check the stub's machine code", nil
 		}
 	}
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp("", "moat-stub-")
+	if err != nil {
+		return nil, "", err
+	}
+	defer os.RemoveAll(dir)
 	obj, bin := filepath.Join(dir, "stub.o"), filepath.Join(dir, "stub.bin")
 	args := append([]string{"-c", "-x", "assembler-with-cpp", "-o", obj}, stubDefines()...)
 	args = append(args, "stub/stub_amd64.S")
 	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("assemble stub: %v\n%s", err, out)
+		return nil, "", fmt.Errorf("assemble stub: %v\n%s", err, out)
 	}
 	if out, err := exec.Command("objcopy", "-O", "binary", "-j", ".text", obj, bin).CombinedOutput(); err != nil {
-		t.Fatalf("objcopy stub: %v\n%s", err, out)
+		return nil, "", fmt.Errorf("objcopy stub: %v\n%s", err, out)
 	}
-	code, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
+	code, err = os.ReadFile(bin)
+	return code, "", err
+}
+
+// buildStub is the stub's machine code for a test.
+func buildStub(t *testing.T) []byte {
+	t.Helper()
+	if assembled.skip != "" {
+		t.Skip(assembled.skip)
 	}
-	return code
+	if assembled.err != nil {
+		t.Fatal(assembled.err)
+	}
+	return assembled.code
 }
 
 // TestStubCodeUpToDate fails when stub_code.go does not hold the assembly of
