@@ -382,6 +382,43 @@ func TestATracedProcessEndReachesItsParentOnlyAfterTheTracerReapsIt(t *testing.T
 	})
 }
 
+func TestTheParentHasSIGCHLDPendingWhenItReapsAChildItsTracerReaped(t *testing.T) {
+	runInit(t, newSandbox(t), func(g *fake.Guest) {
+		sigprocmask(t, g, unix.SIG_BLOCK, sigset(unix.SIGCHLD))
+		set := g.Alloc(8)
+		g.WriteU64(set, sigset(unix.SIGCHLD))
+		takeSIGCHLD := func(within time.Duration) unix.Errno {
+			_, errno := g.Call(unix.SYS_RT_SIGTIMEDWAIT, set, 0, timespec(g, within), 8)
+			return errno
+		}
+		// The signal once came from a goroutine, racing the parent's
+		// wait: a few rounds catch it.
+		for i := 0; i < 20; i++ {
+			toChild, fromTracer := pipe(t, g)
+			toTracer, fromParent := pipe(t, g)
+			child := fork(t, g, func(g *fake.Guest) { recv(t, g, toChild); exitGroup(g, 4) })
+			tracer := fork(t, g, func(g *fake.Guest) {
+				mustPtrace(t, g, unix.PTRACE_SEIZE, child, 0, 0)
+				send(t, g, fromTracer, 0)
+				waitExit(t, g, child, 4)
+				recv(t, g, toTracer)
+			})
+			waitExit(t, g, child, 4) // it returns once the tracer has reaped it
+			if errno := takeSIGCHLD(0); errno != 0 {
+				t.Errorf("round %d: no SIGCHLD pending once the parent reaped its child: %v", i, errno)
+			}
+			send(t, g, fromParent, 0)
+			waitExit(t, g, tracer, 0)
+			if errno := takeSIGCHLD(time.Second); errno != 0 {
+				t.Errorf("round %d: no SIGCHLD for the tracer's end: %v", i, errno)
+			}
+			for _, fd := range []uintptr{toChild, fromTracer, toTracer, fromParent} {
+				g.Call(unix.SYS_CLOSE, fd)
+			}
+		}
+	})
+}
+
 func TestExitKillKillsTheTraceeWhenTheTracerExits(t *testing.T) {
 	runInit(t, newSandbox(t), func(g *fake.Guest) {
 		child := fork(t, g, func(g *fake.Guest) { pause(g) })

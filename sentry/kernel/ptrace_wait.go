@@ -175,13 +175,10 @@ func (t *Task) releaseTracedZombieLocked(tracer *Task) {
 	tg.mu.Lock()
 	status := tg.status
 	tg.mu.Unlock()
-	signals := tg.tellParentLocked(status, nil)
-	if len(signals) > 0 {
-		go func() {
-			for _, s := range signals {
-				s.to.SendSignal(s.info)
-			}
-		}()
+	// At once, as Linux's wait_task_zombie: the parent must have its
+	// SIGCHLD by the time it can reap the child, which is now.
+	for _, s := range tg.tellParentLocked(status, nil) {
+		s.to.SendSignal(s.info)
 	}
 }
 
