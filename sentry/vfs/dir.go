@@ -29,6 +29,9 @@ func (f *File) IterDirents(root Path, fn func(d Dirent, next int64) bool) (err e
 	}()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.path.Dentry.Deleted() {
+		return unix.ENOENT // removed: Linux's IS_DEADDIR, whatever the file system
+	}
 	if f.off == 0 || f.dir.entries == nil {
 		list, err := f.path.Dentry.inode.ReadDir()
 		if err != nil {

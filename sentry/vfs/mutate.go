@@ -547,6 +547,18 @@ type Unlinked interface {
 	Unlinked()
 }
 
+// Moved is implemented by inodes that must hear when a rename moves them:
+// a file system that caches attributes refreshes the change time.
+type Moved interface {
+	Moved()
+}
+
+func moved(d *Dentry) {
+	if m, ok := d.inode.(Moved); ok {
+		m.Moved()
+	}
+}
+
 func unlinked(d *Dentry) {
 	d.deleted.Store(true)
 	if u, ok := d.inode.(Unlinked); ok {
@@ -678,6 +690,10 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 		return err
 	}
 	ev.renamed(od, from.Name, nd, to.Name, old, victim, exchange, lastVictim)
+	moved(old)
+	if exchange {
+		moved(victim)
+	}
 	renameMu.Lock()
 	defer renameMu.Unlock()
 	od.dropChildLocked(from.Name, old)

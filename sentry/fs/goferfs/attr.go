@@ -1,6 +1,8 @@
 package goferfs
 
 import (
+	"time"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/gofer"
@@ -28,7 +30,8 @@ func (i *inode) Stat() (vfs.Stat, error) {
 		if err != nil {
 			return vfs.Stat{}, err
 		}
-		i.attr, i.stale = i.fs.stat(a), false
+		i.rememberLocked(i.fs.stat(a))
+		i.stale = false
 	}
 	return i.attr, nil
 }
@@ -36,7 +39,20 @@ func (i *inode) Stat() (vfs.Stat, error) {
 // setAttrLocked records st, the host's attributes, in the guest's terms.
 func (i *inode) setAttrLocked(st vfs.Stat) {
 	st.Dev = i.fs.dev
+	i.rememberLocked(st)
+}
+
+// rememberLocked caches st (attrMu held, or i not yet shared). On a
+// writable tree, relatime's rule (Linux's relatime_need_update) says
+// whether the host will move the access time at the next read: an access
+// time not after the change or modification time, or a day old.
+func (i *inode) rememberLocked(st vfs.Stat) {
 	i.attr = st
+	if i.fs.readonly || i.typ != unix.S_IFREG {
+		return
+	}
+	at, mt, ct := st.Atime.Nano(), st.Mtime.Nano(), st.Ctime.Nano()
+	i.atimeDue.Store(at <= mt || at <= ct || time.Now().UnixNano()-at >= int64(24*time.Hour))
 }
 
 // markStale says a change made the cached attributes old.
@@ -49,7 +65,8 @@ func (i *inode) markStale() {
 // setAttr records attributes the gofer answered a change with.
 func (i *inode) setAttr(a gofer.Attr) {
 	i.attrMu.Lock()
-	i.attr, i.stale = i.fs.stat(a), false
+	i.rememberLocked(i.fs.stat(a))
+	i.stale = false
 	i.attrMu.Unlock()
 }
 

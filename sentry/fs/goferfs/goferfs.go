@@ -78,6 +78,10 @@ type inode struct {
 	attrMu sync.Mutex
 	attr   vfs.Stat
 	stale  bool
+	// atimeDue says that a read through the host will move the file's
+	// access time there (relatime's rule holds for the cached times), so
+	// that the read makes the attributes old: an atomic load per read.
+	atimeDue atomic.Bool
 	// writers are the host descriptors open for writing, each of which
 	// fstat answers for with the file's current size and times.
 	writers map[*host.Regular]struct{}
@@ -123,7 +127,8 @@ func New(c *gofer.Client, mf *memfile.File, readonly bool) (*vfs.Dentry, error) 
 // the file already has if another of its names was reached before (n is
 // then one more way to it).
 func (f *fs) newInode(n gofer.NodeID, a gofer.Attr) *inode {
-	i := &inode{fs: f, node: n, typ: a.Mode & unix.S_IFMT, id: hostID{a.Dev, a.Ino}, attr: f.stat(a)}
+	i := &inode{fs: f, node: n, typ: a.Mode & unix.S_IFMT, id: hostID{a.Dev, a.Ino}}
+	i.rememberLocked(f.stat(a)) // no one else has i yet
 	if i.typ == unix.S_IFDIR || f.readonly {
 		return i // no hard links, or no changes to keep track of
 	}
@@ -177,6 +182,9 @@ func (i *inode) viaNode(fn func(gofer.NodeID) error) error {
 // it its link count and change time, which the next Stat asks for. (vfs
 // calls it with its locks held: it must not wait for the gofer.)
 func (i *inode) Unlinked() { i.markStale() }
+
+// Moved implements vfs.Moved: a rename moved the file's change time.
+func (i *inode) Moved() { i.markStale() }
 
 func (f *fs) stat(a gofer.Attr) vfs.Stat {
 	return vfs.Stat{Dev: f.dev, Ino: a.Ino, Rdev: a.Rdev, Mode: a.Mode, Nlink: a.Nlink, UID: a.UID, GID: a.GID,
@@ -335,7 +343,11 @@ func (f *sharedFile) Read(dst *vfs.IOSeq, off int64) (int, error) {
 	if c := f.i.pages.Load(); c != nil {
 		return f.i.readCached(c, dst, off)
 	}
-	return f.Regular.Read(dst, off)
+	n, err := f.Regular.Read(dst, off)
+	if n > 0 && f.i.atimeDue.Load() {
+		f.i.markStale()
+	}
+	return n, err
 }
 
 // FilePages implements mm.PagesFile for a file of a writable tree.

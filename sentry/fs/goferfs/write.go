@@ -162,6 +162,11 @@ func (i *inode) SetAttr(a *vfs.Attr) error {
 	if a.Mask&vfs.SetMtime != 0 {
 		ga.Mask |= gofer.SetMtime
 	}
+	if ga.Mask == 0 {
+		// chown(-1, -1), which changes nothing but the change time: the
+		// host's fchownat(-1, -1) does just that.
+		ga.Mask = gofer.SetOwner
+	}
 	var out gofer.Attr
 	err := i.viaNode(func(n gofer.NodeID) error {
 		var err error
