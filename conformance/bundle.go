@@ -32,6 +32,15 @@ func newBundle(dir, binDir string, progs []Program, busybox string) (*bundle, er
 	if err := os.MkdirAll(b.rootfs, 0o755); err != nil {
 		return nil, err
 	}
+	// /tmp, world-writable and sticky, for the runs with no mount there
+	// (PlaceRoot).
+	tmp := filepath.Join(b.rootfs, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(tmp, 0o1777); err != nil {
+		return nil, err
+	}
 	if err := writeRootfsData(b.rootfs); err != nil {
 		return nil, fmt.Errorf("writing the rootfs data: %w", err)
 	}
@@ -94,4 +103,14 @@ func copyFile(from, to string) error {
 		err = out.Chmod(0o755)
 	}
 	return errors.Join(err, out.Close())
+}
+
+// clearTmp empties the rootfs's /tmp, which a run with a writable root
+// (PlaceRoot) may have written to under a runtime that writes through.
+func (b *bundle) clearTmp() {
+	tmp := filepath.Join(b.rootfs, "tmp")
+	entries, _ := os.ReadDir(tmp)
+	for _, ent := range entries {
+		os.RemoveAll(filepath.Join(tmp, ent.Name()))
+	}
 }

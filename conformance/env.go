@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
@@ -131,20 +133,55 @@ func (e *Env) runNative(ctx context.Context, p Program) Outcome {
 	})
 }
 
-// runContainer runs args in a new container of rt, with the config
-// program p asks for (nil: the plain one), then deletes it: a
+// runProgram runs program p (args) in a container of rt with /tmp at
+// place: a fresh host directory bind-mounted for PlaceBind, emptied
+// afterwards for PlaceRoot (runc writes the bundle's rootfs).
+func (e *Env) runProgram(ctx context.Context, rt *Runtime, args []string, p *Program, place string) Outcome {
+	spec := containerSpec(args)
+	spec.Linux.MaskedPaths, spec.Linux.ReadonlyPaths = p.MaskedPaths, p.ReadonlyPaths
+	spec.Linux.Sysctl = p.Sysctl
+	spec.Process.Env = append(spec.Process.Env, "CONFORMANCE_PLACE="+place)
+	switch place {
+	case PlaceBind:
+		dir, err := os.MkdirTemp(e.tmp, "bind-")
+		if err == nil {
+			err = os.Chmod(dir, 0o1777)
+		}
+		if err != nil {
+			return Outcome{ExitCode: -1, Error: err.Error()}
+		}
+		defer os.RemoveAll(dir)
+		setTmp(spec, &specs.Mount{Destination: "/tmp", Type: "bind", Source: dir, Options: []string{"rbind", "rw", "nosuid", "nodev"}})
+	case PlaceRoot:
+		spec.Root.Readonly = false
+		setTmp(spec, nil)
+		defer e.bundle.clearTmp()
+	}
+	return e.runContainer(ctx, rt, spec)
+}
+
+// setTmp replaces the spec's /tmp mount with m (nil: none).
+func setTmp(spec *specs.Spec, m *specs.Mount) {
+	mounts := spec.Mounts[:0]
+	for _, old := range spec.Mounts {
+		if old.Destination != "/tmp" {
+			mounts = append(mounts, old)
+		}
+	}
+	if m != nil {
+		mounts = append(mounts, *m)
+	}
+	spec.Mounts = mounts
+}
+
+// runContainer runs spec in a new container of rt, then deletes it: a
 // runtime removes a container that ran to the end by itself, but not one
 // that it failed to start or that was killed. When the timeout passes or
 // ctx ends, the runtime is asked to kill the container, and its process
 // group is killed killGrace later if it has not exited by then.
-func (e *Env) runContainer(ctx context.Context, rt *Runtime, args []string, p *Program) Outcome {
+func (e *Env) runContainer(ctx context.Context, rt *Runtime, spec *specs.Spec) Outcome {
 	e.seq++
 	id := fmt.Sprintf("moat-conformance-%d-%d", os.Getpid(), e.seq)
-	spec := containerSpec(args)
-	if p != nil {
-		spec.Linux.MaskedPaths, spec.Linux.ReadonlyPaths = p.MaskedPaths, p.ReadonlyPaths
-		spec.Linux.Sysctl = p.Sysctl
-	}
 	if err := ocirun.WriteSpec(e.bundle.dir, spec); err != nil {
 		return Outcome{ExitCode: -1, Error: err.Error()}
 	}

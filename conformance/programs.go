@@ -31,7 +31,32 @@ type Program struct {
 	// Sysctl goes into the container config's linux.sysctl, from
 	// "// sysctl: name=value" lines.
 	Sysctl map[string]string
+	// Places are where, besides the bundle's tmpfs, the program's /tmp
+	// is in further runs in a runtime: its "// places:" line's PlaceBind
+	// and PlaceRoot.
+	Places []string
 	source []byte
+}
+
+// Where a program's /tmp is in a runtime. The program sees it in its
+// environment, CONFORMANCE_PLACE, to know which checks hold there.
+const (
+	PlaceTmpfs = "tmpfs" // the bundle's tmpfs, under a read-only root: every program
+	PlaceBind  = "bind"  // a host directory bind-mounted read-write: the agent's workspace
+	PlaceRoot  = "root"  // no mount: the root file system, writable (moat's overlay)
+)
+
+// RunName is the name of the program's run with /tmp at place.
+func (p Program) RunName(place string) string {
+	if place == PlaceTmpfs {
+		return p.Name
+	}
+	return p.Name + "@" + place
+}
+
+// Runs are the places of the program's runs in a runtime.
+func (p Program) Runs() []string {
+	return append([]string{PlaceTmpfs}, p.Places...)
 }
 
 // Programs returns the embedded conformance programs, sorted by file name.
@@ -85,6 +110,14 @@ func parseProgram(file string, src []byte) (Program, error) {
 				p.Sysctl = map[string]string{}
 			}
 			p.Sysctl[name] = value
+		}
+		if rest, ok := strings.CutPrefix(sc.Text(), "// places:"); ok {
+			for _, place := range strings.Fields(rest) {
+				if place != PlaceBind && place != PlaceRoot {
+					return Program{}, fmt.Errorf("%s: place %q: want %q or %q", file, place, PlaceBind, PlaceRoot)
+				}
+				p.Places = append(p.Places, place)
+			}
 		}
 		rest, ok := strings.CutPrefix(sc.Text(), "// covers:")
 		if !ok {

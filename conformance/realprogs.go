@@ -68,11 +68,11 @@ func (e *Env) CompareRealPrograms(ctx context.Context, target, reference *Runtim
 			r.Status, r.Reason = Skip, "no busybox in the rootfs"
 		default:
 			args := append([]string{"/bin/busybox"}, c.args...)
-			got := e.runContainer(ctx, target, args, nil)
+			got := e.runContainer(ctx, target, containerSpec(args))
 			if ctx.Err() != nil {
 				return results, ctx.Err()
 			}
-			want := e.runContainer(ctx, reference, args, nil)
+			want := e.runContainer(ctx, reference, containerSpec(args))
 			if ctx.Err() != nil {
 				return results, ctx.Err()
 			}

@@ -13,27 +13,41 @@ import (
 func (e *Env) RunPrograms(ctx context.Context, rt *Runtime, progress func(Result)) ([]Result, error) {
 	var results []Result
 	for _, p := range e.Programs {
-		r := Result{Name: p.Name, Covers: p.Covers}
 		native := e.runNative(ctx, p)
 		if ctx.Err() != nil {
 			return results, ctx.Err()
 		}
-		r.Native = &native
+		places := []string{PlaceTmpfs}
 		if rt != nil {
-			args := []string{"/conformance/bin/" + p.binaryName(), "--sandbox", Hostname}
-			in := e.runContainer(ctx, rt, args, &p)
-			if ctx.Err() != nil {
-				return results, ctx.Err()
-			}
-			r.Runtime = &in
+			places = p.Runs()
 		}
-		r.Status, r.Reason = e.verdict(r.Native, r.Runtime)
-		results = append(results, r)
-		if progress != nil {
-			progress(r)
+		for _, place := range places {
+			r := Result{Name: p.RunName(place), Covers: p.Covers, Native: &native}
+			if rt != nil {
+				args := []string{"/conformance/bin/" + p.binaryName(), "--sandbox", Hostname}
+				in := e.runProgram(ctx, rt, args, &p, place)
+				if ctx.Err() != nil {
+					return results, ctx.Err()
+				}
+				r.Runtime = &in
+			}
+			r.Status, r.Reason = e.verdict(r.Native, r.Runtime)
+			results = append(results, r)
+			if progress != nil {
+				progress(r)
+			}
 		}
 	}
 	return results, nil
+}
+
+// RunCount is how many results RunPrograms gives with a runtime.
+func (e *Env) RunCount() int {
+	n := 0
+	for _, p := range e.Programs {
+		n += len(p.Runs())
+	}
+	return n
 }
 
 // verdict judges a program from its native run and, if there was one, its

@@ -85,6 +85,10 @@ static inline int all_zero(const void *p, size_t n)
 int check_failures;
 int check_native;           /* running on the host, not in a container */
 const char *check_hostname; /* the hostname the container config sets */
+/* check_place is where /tmp is: "native" on the host; in the sandbox
+ * "tmpfs" (the bundle's), "bind" (a host directory) or "root" (the
+ * writable root itself), as the runner's CONFORMANCE_PLACE says. */
+const char *check_place;
 
 static inline void check_fail(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -118,6 +122,22 @@ static inline void check_init(int argc, char **argv)
 	}
 	check_native = strcmp(argv[1], "--native") == 0;
 	check_hostname = argv[2];
+	check_place = check_native ? "native" : getenv("CONFORMANCE_PLACE");
+	if (!check_place)
+		check_place = "tmpfs";
+}
+
+/* check_ro_root: in the sandbox under the bundle's read-only root (every
+ * place but "root"), where changes to the image fail with EROFS. */
+static inline int check_ro_root(void)
+{
+	return !check_native && strcmp(check_place, "root") != 0;
+}
+
+/* check_tmp_tmpfs: in the sandbox with /tmp the bundle's tmpfs. */
+static inline int check_tmp_tmpfs(void)
+{
+	return !check_native && strcmp(check_place, "tmpfs") == 0;
 }
 
 static inline int check_finish(void)

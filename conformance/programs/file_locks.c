@@ -24,6 +24,7 @@
  * a POSIX, an OFDLCK and a FLOCK lock in Linux's format.
  */
 // covers: flock fcntl
+// places: bind root
 #include "check.h"
 
 #include <sys/file.h>

@@ -16,6 +16,7 @@
  * container, EROFS on the read-only rootfs.
  */
 // covers: setxattr lsetxattr fsetxattr getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr removexattr lremovexattr fremovexattr
+// places: bind root
 #include "check.h"
 
 #include <limits.h>
@@ -172,7 +173,7 @@ int main(int argc, char **argv)
 	test_limits();
 	test_symlink_and_others();
 	test_privileged();
-	if (!check_native)
+	if (check_ro_root())
 		CHECK_ERR(setxattr(HELLO_PATH, "user.ro", "v", 1, 0), EROFS);
 	return check_finish();
 }

@@ -21,6 +21,7 @@
  * and EINVAL for an unknown wd.
  */
 // covers: inotify_init inotify_init1 inotify_add_watch inotify_rm_watch
+// places: bind root
 #include "check.h"
 
 #include <poll.h>

@@ -17,6 +17,7 @@
  * stats as a FIFO with its mode, and stays in the directory.
  */
 // covers: mmap msync munmap mknod mknodat open read write
+// places: bind root
 #include "check.h"
 
 #include <sys/mman.h>

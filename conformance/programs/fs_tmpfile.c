@@ -18,6 +18,7 @@
  * where getcwd fails with ENOENT.
  */
 // covers: open openat linkat getcwd
+// places: bind root
 #include "check.h"
 
 #include <dirent.h>
@@ -253,7 +254,7 @@ int main(int argc, char **argv)
 	test_unnamed();
 	test_link();
 	test_deleted_names();
-	test_errors(!check_native);
+	test_errors(check_ro_root());
 	rmdir(scratch);
 	return check_finish();
 }

@@ -23,6 +23,7 @@
  * /proc/self/status reports it.
  */
 // covers: open openat creat mkdir mkdirat rmdir unlink unlinkat rename renameat renameat2 link linkat symlink symlinkat mknod mknodat chmod fchmod fchmodat chown fchown fchownat lchown truncate ftruncate utime utimes utimensat futimesat fallocate fsync fdatasync sync syncfs statfs fstatfs
+// places: bind root
 #include "check.h"
 
 #include <dirent.h>
@@ -890,7 +891,7 @@ static void test_fallocate(void)
 		CHECK_ERR(syscall(SYS_fallocate, fd, FALLOC_FL_COLLAPSE_RANGE, 0L, 4096L), EOPNOTSUPP);
 		CHECK_ERR(syscall(SYS_fallocate, fd, FALLOC_FL_ZERO_RANGE, 0L, 4096L), EOPNOTSUPP);
 	}
-	if (!check_native) {
+	if (check_tmp_tmpfs()) {
 		/* More than the file system holds: ENOSPC, and nothing is
 		 * kept of the attempt. */
 		CHECK_OK(fstatfs(fd, &sf));
@@ -946,7 +947,7 @@ static void test_statfs(void)
 	CHECK_EQ(sf.f_flags & ST_RDONLY, 0);
 	CHECK_OK(syscall(SYS_fstatfs, path, &sf2));
 	CHECK_EQ(sf2.f_type, sf.f_type);
-	if (!check_native) {
+	if (check_tmp_tmpfs()) {
 		/* The bundle mounts /tmp as tmpfs, nosuid, nodev, 64 MiB. */
 		CHECK_EQ(sf.f_type, TMPFS_MAGIC_);
 		CHECK_EQ(sf.f_bsize, 4096);
@@ -1081,7 +1082,7 @@ int main(int argc, char **argv)
 	}
 	sfd = CHECK_OK(open(scratch, O_RDONLY | O_DIRECTORY));
 	on_tmpfs = fstatfs(sfd, &sf) == 0 && sf.f_type == TMPFS_MAGIC_;
-	if (!check_native)
+	if (check_tmp_tmpfs())
 		CHECK(on_tmpfs);
 
 	test_create();
@@ -1101,7 +1102,7 @@ int main(int argc, char **argv)
 	test_sync();
 	test_statfs();
 	test_listing();
-	if (!check_native)
+	if (check_ro_root())
 		test_readonly();
 
 	close(sfd);
