@@ -60,6 +60,8 @@ func TestUsageErrors(t *testing.T) {
 	e.fails("takes no arguments", "list", "extra")
 	e.fails("invalid log-format: xml", "--log-format", "xml", "list")
 	e.ok("--systemd-cgroup", "list")
+	e.fails(`unknown --platform "ptrace": moat supports systrap and kvm`, "--platform", "ptrace", "list")
+	e.ok("--platform=kvm", "list")
 }
 
 func TestLogFile(t *testing.T) {

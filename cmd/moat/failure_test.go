@@ -46,6 +46,30 @@ func TestBadBundleCreatesNothing(t *testing.T) {
 	}
 }
 
+// TestPlatformThatCannotStartCreatesNothing: --platform reaches the sentry
+// (systrap when not given), and a platform that cannot start there fails
+// create and run with the sentry's one line, leaving nothing behind.
+func TestPlatformThatCannotStartCreatesNothing(t *testing.T) {
+	bundle := writeBundle(t, "no-platform")
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{nil, `platform "systrap" cannot run here`},
+		{[]string{"--platform=systrap"}, `platform "systrap" cannot run here`},
+		{[]string{"--platform", "kvm"}, `platform "kvm" cannot run here`},
+	} {
+		e := newEnv(t)
+		for _, sub := range []string{"create", "run"} {
+			r := e.fails(c.want, append(c.flags, sub, "--bundle", bundle, "c1")...)
+			if !strings.HasPrefix(r.stderr, "moat: "+sub+": ") {
+				t.Errorf("%v %s: stderr %q does not say which command failed", c.flags, sub, r.stderr)
+			}
+			e.expectNothingLeft()
+		}
+	}
+}
+
 func TestConsoleSocketWithoutTerminal(t *testing.T) {
 	e := newEnv(t)
 	e.fails("cannot use console socket if moat will not detach or allocate tty",

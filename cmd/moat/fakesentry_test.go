@@ -59,6 +59,8 @@ func goferContractProblem() string {
 //	echo WORDS...    on start, print WORDS on stdout and exit 0
 //	selfkill N       on start, die of host signal N
 //	not-found        answer setup with an error, as for a program missing from the rootfs
+//	no-platform      answer setup with an error naming the platform asked for, as a sentry
+//	                 whose platform cannot start (KVM without a usable /dev/kvm)
 //	quit             exit 3 without answering setup
 //	hang             never answer setup
 //
@@ -84,6 +86,9 @@ func fakeSentry() int {
 	case "not-found":
 		answer(fmt.Sprintf("process.args[0] %q: program not found in the rootfs", program[0]))
 		return 127
+	case "no-platform":
+		answer(fmt.Sprintf("platform %q cannot run here", setup.Platform))
+		return 1
 	case "quit":
 		return 3
 	case "hang":

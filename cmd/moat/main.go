@@ -20,6 +20,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/moat-sandbox/moat/internal/bundle"
+	"github.com/moat-sandbox/moat/internal/control"
 )
 
 // version is moat's release, set at build time with
@@ -65,7 +66,7 @@ func moatMain(args []string) int {
 	o.String(&g.logFormat, "log-format", "FORMAT", "text", "format of the --log file: text or json")
 	o.Bool(&g.debug, "debug", "log debug lines")
 	o.Bool(&g.systemdCgroup, "systemd-cgroup", "accepted for compatibility with runc; it has no effect")
-	o.String(&g.platform, "platform", "NAME", "systrap", "how the sentry runs guest code: systrap (the only platform so far)")
+	o.String(&g.platform, "platform", "NAME", control.PlatformSystrap, "how the sentry runs guest code: systrap (stub processes trapped with seccomp) or kvm (a KVM virtual machine; needs /dev/kvm)")
 	o.String(&g.rootfsWrites, "rootfs-writes", "MODE", bundle.WritesOverlay,
 		"where writes to a writable root file system go: overlay (kept in the sandbox; the image stays as it was) or host (written to the bundle's rootfs); the annotation "+bundle.WritesAnnotation+" overrides it per container")
 	o.Bool(&showVersion, "version,v", "print the version and exit")
@@ -76,8 +77,8 @@ func moatMain(args []string) int {
 		}
 		return reportError(nil, "", fmt.Errorf("%v (see moat --help)", err))
 	}
-	if g.platform != "systrap" {
-		return reportError(nil, "", fmt.Errorf("unknown --platform %q: moat supports systrap", g.platform))
+	if g.platform != control.PlatformSystrap && g.platform != control.PlatformKVM {
+		return reportError(nil, "", fmt.Errorf("unknown --platform %q: moat supports systrap and kvm", g.platform))
 	}
 	if err := bundle.CheckWrites(g.rootfsWrites); err != nil {
 		return reportError(nil, "", fmt.Errorf("--rootfs-writes %v", err))

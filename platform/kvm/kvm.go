@@ -54,29 +54,43 @@ type Platform struct {
 
 var _ platform.Platform = (*Platform)(nil)
 
-// unusable is New's error when this host cannot run the platform.
-func unusable(format string, args ...any) error {
-	return fmt.Errorf("kvm: "+format+": use --platform systrap", args...)
-}
+// Device is the KVM device New opens.
+const Device = "/dev/kvm"
+
+// fallback ends every error of New: the platform cannot run on this host,
+// and systrap needs no KVM.
+const fallback = "; use --platform=systrap, which needs no KVM"
 
 // New starts the platform for guest memory held in the memory file memFD.
-func New(memFD int) (*Platform, error) {
-	if runtime.GOARCH != "amd64" {
-		return nil, unusable("unsupported architecture %s", runtime.GOARCH)
-	}
-	kvmFD, err := unix.Open("/dev/kvm", unix.O_RDWR|unix.O_CLOEXEC, 0)
+// Its error is one line that says what to use instead.
+func New(memFD int) (*Platform, error) { return newOn(Device, memFD) }
+
+// newOn is New with the KVM device at path.
+func newOn(path string, memFD int) (*Platform, error) {
+	p, err := start(path, memFD)
 	if err != nil {
-		return nil, unusable("open /dev/kvm: %v", err)
+		return nil, fmt.Errorf("%w%s", err, fallback)
+	}
+	return p, nil
+}
+
+func start(path string, memFD int) (*Platform, error) {
+	if runtime.GOARCH != "amd64" {
+		return nil, fmt.Errorf("kvm: unsupported architecture %s", runtime.GOARCH)
+	}
+	kvmFD, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("kvm: open %s: %v", path, err)
 	}
 	p := &Platform{kvmFD: kvmFD, vmFD: -1}
-	if err := p.init(memFD); err != nil {
+	if err := p.init(path, memFD); err != nil {
 		p.close()
 		return nil, err
 	}
 	return p, nil
 }
 
-func (p *Platform) init(memFD int) error {
+func (p *Platform) init(path string, memFD int) error {
 	check := func(c uintptr) int {
 		n, err := ioctl(p.kvmFD, kvmCheckExtension, c)
 		if err != nil {
@@ -84,8 +98,10 @@ func (p *Platform) init(memFD int) error {
 		}
 		return int(n)
 	}
-	if v, err := ioctl(p.kvmFD, kvmGetAPIVersion, 0); err != nil || v != kvmAPIVersion {
-		return unusable("/dev/kvm speaks API version %d, not %d", v, kvmAPIVersion)
+	if v, err := ioctl(p.kvmFD, kvmGetAPIVersion, 0); err != nil {
+		return fmt.Errorf("kvm: %s is not a KVM device (KVM_GET_API_VERSION: %v)", path, err)
+	} else if v != kvmAPIVersion {
+		return fmt.Errorf("kvm: %s speaks KVM API version %d, not %d", path, v, kvmAPIVersion)
 	}
 	for _, c := range []struct {
 		cap  uintptr
@@ -97,12 +113,12 @@ func (p *Platform) init(memFD int) error {
 		{kvmCapXsave, 1, "KVM_CAP_XSAVE"},
 	} {
 		if check(c.cap)&c.need != c.need {
-			return unusable("this KVM lacks %s", c.name)
+			return fmt.Errorf("kvm: this KVM lacks %s", c.name)
 		}
 	}
 	vm, err := ioctl(p.kvmFD, kvmCreateVM, 0)
 	if err != nil {
-		return unusable("create a VM: %v", err)
+		return fmt.Errorf("kvm: create a VM: %v", err)
 	}
 	p.vmFD = int(vm)
 	unix.CloseOnExec(p.vmFD)
@@ -152,7 +168,7 @@ func (p *Platform) readCPUID() error {
 		}
 	}
 	if p.fpSize > xsaveAreaSize {
-		return unusable("the XSAVE state (%d bytes) is larger than KVM_GET_XSAVE's", p.fpSize)
+		return fmt.Errorf("kvm: the XSAVE state (%d bytes) is larger than KVM_GET_XSAVE's", p.fpSize)
 	}
 	return nil
 }
@@ -161,7 +177,7 @@ func (p *Platform) readCPUID() error {
 func (p *Platform) firstVCPU() (*vcpu, error) {
 	v, err := p.newVCPU(0)
 	if err != nil {
-		return nil, unusable("%v", err)
+		return nil, err
 	}
 	p.nvcpus = 1
 	return v, nil

@@ -21,7 +21,7 @@ type testMemory struct {
 	mem []byte
 }
 
-func newTestMemory(t *testing.T) *testMemory {
+func newTestMemory(t testing.TB) *testMemory {
 	t.Helper()
 	fd, err := unix.MemfdCreate("test-mem", unix.MFD_CLOEXEC)
 	if err != nil {
@@ -513,5 +513,19 @@ func TestFaultKeepsEveryRegister(t *testing.T) {
 				t.Errorf("rsp %#x rflags %#x after the fault", regs.Rsp, regs.Eflags)
 			}
 		})
+	}
+}
+
+func TestGuestCodeRunsInTheSentrysProcess(t *testing.T) {
+	m := newTestMemory(t)
+	p := getPlatform(t, m)
+	as, err := p.NewAddressSpace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer as.Release()
+	hp, ok := as.(interface{ HostPID() int })
+	if !ok || hp.HostPID() != os.Getpid() {
+		t.Errorf("the address space does not name the sentry (pid %d) as the host process running it", os.Getpid())
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/moat-sandbox/moat/gofer"
 	"github.com/moat-sandbox/moat/internal/bundle"
 	"github.com/moat-sandbox/moat/internal/control"
+	"github.com/moat-sandbox/moat/platform"
+	"github.com/moat-sandbox/moat/platform/kvm"
 	"github.com/moat-sandbox/moat/platform/systrap"
 	"github.com/moat-sandbox/moat/sentry/fs/devfs"
 	"github.com/moat-sandbox/moat/sentry/fs/devpts"
@@ -58,7 +60,7 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	if err != nil {
 		return nil, err
 	}
-	plat, err := systrap.New(mf.FD())
+	plat, err := newPlatform(setup.Platform, mf.FD())
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +105,17 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 		return nil, err
 	}
 	return &Sandbox{Kernel: k, log: log}, nil
+}
+
+// newPlatform starts the platform the CLI asked for over the memory file.
+func newPlatform(name string, memFD int) (platform.Platform, error) {
+	switch name {
+	case "", control.PlatformSystrap:
+		return systrap.New(memFD)
+	case control.PlatformKVM:
+		return kvm.New(memFD)
+	}
+	return nil, fmt.Errorf("unknown platform %q", name)
 }
 
 // hostName is the host's node name, as uname(2) gives it, or
