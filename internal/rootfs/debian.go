@@ -26,8 +26,12 @@ import (
 const debianSuite = "bookworm"
 
 // debianPackages are what agents run, beyond the minimal base system (bash,
-// coreutils, findutils, sed, grep, tar, dpkg).
-var debianPackages = []string{"python3", "python3-venv", "gcc", "libc6-dev", "make", "git", "sqlite3", "strace", "gdb", "bubblewrap"}
+// coreutils, findutils, sed, grep, tar, dpkg). debootstrap does not resolve
+// virtual packages: libboost-regex1.74.0 provides gdb's (through
+// libsource-highlight4v5) libboost-regex1.74.0-icu72, and without it named
+// the configuration of the base packages fails.
+var debianPackages = []string{"python3", "python3-venv", "gcc", "libc6-dev", "make", "git", "sqlite3", "strace", "gdb",
+	"libboost-regex1.74.0", "bubblewrap"}
 
 // debootstrapArgs are the arguments that decide what the rootfs holds; the
 // target directory and the mirror follow them.
