@@ -30,7 +30,6 @@ const (
 	areaSeccomp    = "guest seccomp filters, issue #10"
 	areaNet        = "sockets and networking, issue #11"
 	areaMQ         = "POSIX message queues, issue #14"
-	areaTimers     = "POSIX timers, issue #14"
 	areaProcAttr   = "process attributes, issue #14"
 	areaPidfd      = "pidfds, issue #14"
 	areaNamespaces = "namespaces and mounts inside the sandbox, issue #14"
@@ -268,11 +267,11 @@ var table = [...]Entry{
 	219: byDesign("restart_syscall", unix.EINTR, "only the kernel's own restarts use it; called directly it finds nothing to restart and answers EINTR, as on Linux"),
 	220: full("semtimedop", Semtimedop),
 	221: notYet("fadvise64", "cache hints and writeback: the file system, issue #9"),
-	222: notYet("timer_create", areaTimers),
-	223: notYet("timer_settime", areaTimers),
-	224: notYet("timer_gettime", areaTimers),
-	225: notYet("timer_getoverrun", areaTimers),
-	226: notYet("timer_delete", areaTimers),
+	222: partial("timer_create", TimerCreate, "the alarm clocks answer EOPNOTSUPP, as Linux without an RTC; a timer on a CPU clock that several running threads advance fires late, by up to the time they ran in parallel"),
+	223: full("timer_settime", TimerSettime),
+	224: full("timer_gettime", TimerGettime),
+	225: full("timer_getoverrun", TimerGetoverrun),
+	226: full("timer_delete", TimerDelete),
 	227: needsPrivilege("clock_settime", unix.EPERM, "CAP_SYS_TIME", "to set the host's clock, which the guest's clocks are"),
 	228: full("clock_gettime", ClockGettime),
 	229: full("clock_getres", ClockGetres),

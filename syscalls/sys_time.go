@@ -22,6 +22,11 @@ func ClockGettime(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 // ClockGetres implements Linux syscall clock_getres(2).
 func ClockGetres(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	ts, err := kernel.ClockResolution(a.Int(0))
+	if id := a.Int(0); id < 0 {
+		var res time.Duration
+		res, err = t.CPUClockGetres(id)
+		ts = unix.NsecToTimespec(int64(res))
+	}
 	if err != nil || a[1] == 0 {
 		return 0, err
 	}
@@ -84,15 +89,16 @@ func sleepFor(t *kernel.Task, d time.Duration, rem uintptr) error {
 // ClockNanosleep implements Linux syscall clock_nanosleep(2).
 func ClockNanosleep(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	clock, flags := a.Int(0), a.Int(1)
-	switch clock {
-	case unix.CLOCK_REALTIME, unix.CLOCK_MONOTONIC, unix.CLOCK_BOOTTIME, unix.CLOCK_TAI:
-	case unix.CLOCK_PROCESS_CPUTIME_ID:
-		// Slept as wall time, which the process's CPU time does not
-		// outgrow while one thread runs. Linux waits for the CPU time,
-		// to which the sleeping thread adds nothing.
-		clock = unix.CLOCK_MONOTONIC
-	case unix.CLOCK_THREAD_CPUTIME_ID:
+	switch {
+	case clock == unix.CLOCK_REALTIME, clock == unix.CLOCK_MONOTONIC, clock == unix.CLOCK_BOOTTIME, clock == unix.CLOCK_TAI:
+	case clock == unix.CLOCK_THREAD_CPUTIME_ID:
 		return 0, unix.EOPNOTSUPP
+	case clock == unix.CLOCK_PROCESS_CPUTIME_ID, clock < 0:
+		ts, err := copyInTimespec(t, a.Ptr(2))
+		if err != nil {
+			return 0, err
+		}
+		return 0, cpuClockNanosleep(t, clock, flags&unix.TIMER_ABSTIME != 0, ts, a.Ptr(3))
 	default:
 		return 0, unix.EINVAL
 	}
@@ -107,6 +113,23 @@ func ClockNanosleep(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, nil
 	}
 	return 0, sleepFor(t, timespecDuration(ts), a.Ptr(3))
+}
+
+// cpuClockNanosleep is clock_nanosleep on a CPU clock: it waits for the
+// clock (the time other threads run), not for wall time. Interrupted, a
+// relative sleep writes what the clock still lacks to rem.
+func cpuClockNanosleep(t *kernel.Task, clock int32, abs bool, ts unix.Timespec, rem uintptr) error {
+	left, err := t.WaitCPUClock(clock, timespecDuration(ts), !abs)
+	if err != kernel.ERESTARTSYS {
+		return err
+	}
+	if !abs && rem != 0 {
+		r := unix.NsecToTimespec(int64(left))
+		if err := copyOutStruct(t, rem, &r); err != nil {
+			return err
+		}
+	}
+	return kernel.ERESTARTNOHAND
 }
 
 // itimerval is struct itimerval.

@@ -74,6 +74,9 @@ type Kernel struct {
 	futexes futexTable
 	ipcns   *ipc.Namespace // the sandbox's IPC namespace (task_ipc.go)
 	freezer freezer        // pause.go
+	// sigCharges counts each user's POSIX timers against
+	// RLIMIT_SIGPENDING (posix_timer.go).
+	sigCharges sigCharges
 
 	done       chan struct{} // closed when the sandbox ends
 	doneOnce   sync.Once

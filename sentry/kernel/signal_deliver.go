@@ -113,6 +113,11 @@ func (t *Task) handleSignals() {
 		if !ok {
 			info, ok = tg.pending.dequeue(t.sigMask)
 		}
+		if ok && info.Code == linuxabi.SI_TIMER {
+			tg.mu.Unlock()
+			tg.timerSignalTaken(&info) // posix_timer.go
+			tg.mu.Lock()
+		}
 		if !ok {
 			if t.haveSavedMask {
 				// A temporary mask (rt_sigsuspend) outlives its call only

@@ -217,6 +217,9 @@ func (t *Task) WaitSignal(set uint64, deadline time.Time) (SigInfo, error) {
 		ch := tg.sigEvents.wait()
 		tg.mu.Unlock()
 		if ok {
+			if info.Code == linuxabi.SI_TIMER {
+				tg.timerSignalTaken(&info) // posix_timer.go
+			}
 			return info, nil
 		}
 		if err := t.BlockUntil(ch, deadline); err != nil {

@@ -87,6 +87,7 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 	tg.sighand.resetForExec()
 	t.altStack = AltStack{Flags: linuxabi.SS_DISABLE}
 	t.robustList, t.clearChildTID = 0, 0
+	tg.deleteAllTimers(k)
 
 	k.treeMu.Lock()
 	tg.execed = true

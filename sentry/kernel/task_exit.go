@@ -119,6 +119,7 @@ func (t *Task) exit() {
 		tg.zombieNproc, tg.zombieNprocUID = true, t.nprocUID
 		tg.exitUID = uid
 		tg.itimer.stop()
+		tg.deleteAllTimers(k)
 		tg.cpuLimit.stop()
 		tg.usage = usage
 		tg.leaveTTYLocked()

@@ -36,6 +36,11 @@ func (k *Kernel) ClockGettime(id int32, t *Task) (unix.Timespec, error) {
 		user, sys := t.CPUTime()
 		return unix.NsecToTimespec(int64(user + sys)), nil
 	}
+	if id < 0 && t != nil {
+		// Another process's or thread's CPU clock (cpuclock.go).
+		d, err := t.CPUClockGettime(id)
+		return unix.NsecToTimespec(int64(d)), err
+	}
 	return ts, unix.EINVAL
 }
 
