@@ -140,7 +140,7 @@ func Prctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	case unix.PR_SET_TIMERSLACK:
 		p.TimerSlack = a[1]
 		if p.TimerSlack == 0 {
-			p.TimerSlack = linuxabi.DEFAULT_TIMER_SLACK_NS
+			p.TimerSlack = p.DefaultTimerSlack
 		}
 	case unix.PR_GET_TIMERSLACK:
 		return uintptr(p.TimerSlack), nil

@@ -75,7 +75,7 @@ type Task struct {
 // newTask returns a task of tg, not yet registered or running.
 func newTask(k *Kernel, tg *ThreadGroup) *Task {
 	return &Task{k: k, tg: tg, interrupt: make(chan struct{}, 1), started: time.Now(), ipcns: k.ipcns,
-		prctl: Prctl{Dumpable: 1, TimerSlack: 50000}, altStack: AltStack{Flags: linuxabi.SS_DISABLE}}
+		prctl: Prctl{Dumpable: 1, TimerSlack: linuxabi.DEFAULT_TIMER_SLACK_NS, DefaultTimerSlack: linuxabi.DEFAULT_TIMER_SLACK_NS}, altStack: AltStack{Flags: linuxabi.SS_DISABLE}}
 }
 
 // Kernel returns the task's kernel.

@@ -98,6 +98,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	child.creds = t.creds.Fork()
 	child.prctl = t.prctl
 	child.prctl.PdeathSig = 0
+	child.prctl.DefaultTimerSlack = t.prctl.TimerSlack
 	child.sched = forkSched(t.Sched())
 	child.ipcns = t.ipcns
 	child.altStack = t.altStack

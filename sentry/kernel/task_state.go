@@ -22,7 +22,10 @@ type Prctl struct {
 	NoNewPrivs bool
 	KeepCaps   bool
 	TimerSlack uint64 // ns
-	THPDisable bool
+	// DefaultTimerSlack is what PR_SET_TIMERSLACK 0 sets TimerSlack to:
+	// the creator's TimerSlack when the task was made.
+	DefaultTimerSlack uint64
+	THPDisable        bool
 }
 
 // Prctl returns the task's prctl flags.
