@@ -22,6 +22,8 @@ func (s *session) find(ctx context.Context, rt Runtime) (RuntimeInfo, *instance,
 		if rt.Install != "" {
 			info.Reason += "; install: " + rt.Install
 		}
+	case rt.missing() != "":
+		info.Reason = "needs " + rt.missing()
 	case os.Geteuid() != 0:
 		// chroot for native; for the others, the bundle is not a rootless one.
 		info.Reason = "needs root"

@@ -41,6 +41,20 @@ type Runtime struct {
 	// Skip, when set, leaves the runtime out of the default selection with
 	// this reason; naming it in --runtime overrides it.
 	Skip string `json:"skip,omitempty"`
+	// Needs are files the runtime cannot run without (a device such as
+	// /dev/kvm): where one is missing, the runtime is skipped, saying so.
+	Needs []string `json:"needs,omitempty"`
+}
+
+// missing returns the first of the runtime's Needs this machine lacks, or
+// "".
+func (rt Runtime) missing() string {
+	for _, p := range rt.Needs {
+		if _, err := os.Stat(p); err != nil {
+			return p
+		}
+	}
+	return ""
 }
 
 //go:embed runtimes.json

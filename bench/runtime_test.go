@@ -23,6 +23,28 @@ func TestDefaultRuntimes(t *testing.T) {
 	}
 }
 
+func TestRuntimeMissingWhatItNeedsSaysWhich(t *testing.T) {
+	have := filepath.Join(t.TempDir(), "device")
+	if err := os.WriteFile(have, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(t.TempDir(), "gone")
+	if got := (Runtime{Needs: []string{have}}).missing(); got != "" {
+		t.Errorf("a runtime whose needs are all here misses %q", got)
+	}
+	if got := (Runtime{Needs: []string{have, gone}}).missing(); got != gone {
+		t.Errorf("missing() = %q, want %q", got, gone)
+	}
+	rts, err := DefaultRuntimes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(rts, func(rt Runtime) bool { return rt.Name == "moat-kvm" })
+	if i < 0 || !slices.Contains(rts[i].Needs, "/dev/kvm") || rts[i].Skip != "" {
+		t.Errorf("runtimes.json's moat-kvm should run by default where /dev/kvm is: %+v", rts)
+	}
+}
+
 func TestParseRuntimesRejects(t *testing.T) {
 	for _, bad := range []string{
 		`[{"name": "a", "kind": "oci", "binary": "x"}, {"name": "a", "kind": "oci", "binary": "y"}]`,
