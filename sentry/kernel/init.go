@@ -119,14 +119,19 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 	t.prctl.NoNewPrivs = s.NoNewPrivs
 	t.mm.SetLimitAS(tg.limitAS)
 	t.mm.SetLimitStack(tg.limitStack)
+	// The table takes references of its own: the spec's go, so that a
+	// file (a host pipe's write end) is released when the process's last
+	// fd for it closes, and its reader sees the end.
 	for fd, f := range s.Stdio {
 		if f != nil {
 			t.fds.InstallAt(int32(fd), f, false, limits[unix.RLIMIT_NOFILE].Cur)
+			f.DecRef()
 		}
 	}
 	for fd, f := range s.ExtraFiles {
 		if f != nil {
 			t.fds.InstallAt(int32(3+fd), f, false, limits[unix.RLIMIT_NOFILE].Cur)
+			f.DecRef()
 		}
 	}
 	tg.tasks = []*Task{t}
