@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,9 +17,19 @@ import (
 func startContainerd(t *testing.T, dir string) string {
 	t.Helper()
 	sock := filepath.Join(dir, "containerd.sock")
-	config := filepath.Join(dir, "config.toml")
 	data := fmt.Sprintf("version = 2\nroot = %q\nstate = %q\n[grpc]\n  address = %q\n",
 		filepath.Join(dir, "root"), filepath.Join(dir, "state"), sock)
+	startContainerdWith(t, dir, data)
+	return sock
+}
+
+// startContainerdWith starts containerd with the configuration data,
+// which puts its socket at dir/containerd.sock, and returns what stops
+// it (also done when the test ends).
+func startContainerdWith(t *testing.T, dir, data string) (stop func()) {
+	t.Helper()
+	sock := filepath.Join(dir, "containerd.sock")
+	config := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(config, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -32,21 +43,25 @@ func startContainerd(t *testing.T, dir string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		log.Close()
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-done
+			}
+			log.Close()
+		})
+	}
+	t.Cleanup(stop)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		if exec.Command("ctr", "-a", sock, "version").Run() == nil {
-			return sock
+			return stop
 		}
 		if time.Now().After(deadline) {
 			data, _ := os.ReadFile(filepath.Join(dir, "containerd.log"))
@@ -72,6 +87,12 @@ func TestContainerd(t *testing.T) {
 		t.Helper()
 		return run(t, "ctr", append([]string{"-a", sock}, args...)...)
 	}
+	// The same tree as an image, made here and imported: containerd
+	// unpacks it into a snapshot and the process gets the image's
+	// environment, as for an image pulled from a registry.
+	if r := ctr(t, "images", "import", ociImageTar(t, rootfs, image, nil)); r.code != 0 {
+		t.Fatalf("ctr images import: %s", r.stderr)
+	}
 	// ctrRun is `ctr run ID ARGS` on the root file system with rt as the
 	// shim's runc.
 	ctrRun := func(t *testing.T, rt runtimeUnderTest, id string, args ...string) []string {
@@ -95,6 +116,11 @@ func TestContainerd(t *testing.T) {
 			r := ctr(t, append([]string{"run", "--rm"}, ctrRun(t, rt, "run-"+rt.name, "sh", "-c", "echo hello; exit 5")[1:]...)...)
 			return r.stdout + itoa(r.code)
 		}, "hello\n5"},
+		{"run an imported image", func(t *testing.T, rt runtimeUnderTest) string {
+			r := ctr(t, "run", "--rm", "--runtime", "io.containerd.runc.v2", "--runc-binary", rt.path,
+				image, "img-"+rt.name, "sh", "-c", "echo $PATH; ls /bin/busybox")
+			return r.stdout + itoa(r.code)
+		}, "/bin\n/bin/busybox\n0"},
 		{"detached life", func(t *testing.T, rt runtimeUnderTest) string {
 			id := "d-" + rt.name
 			if r := ctr(t, append([]string{"run", "-d"}, ctrRun(t, rt, id, "sleep", "1000")[1:]...)...); r.code != 0 {
