@@ -119,6 +119,16 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		sentryFDs[control.BootBindFD0+i] = sentryGoferEnds[1+i]
 		bindIndexes = append(bindIndexes, m.Index)
 	}
+	// The namespace's packet sockets (netns.go), before anything starts;
+	// its addresses become the sandbox's once the sentry is ready.
+	network, netFiles, err := openNetwork(b.Spec)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range netFiles {
+		defer f.Close()
+		sentryFDs[control.NetFD(len(b.Binds), i)] = f
+	}
 	sb.gofer = internalCommand("gofer", goferArgs...)
 	sb.gofer.ExtraFiles = childFDs(goferFDs)
 	if g.log.file != nil {
@@ -173,6 +183,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		RootfsWrites:  writes,
 		OverlayMemory: overlayMemory,
 		Platform:      g.platform,
+		Network:       network,
 	}
 	if err := handshake(cliSetupEnd, setup); err != nil {
 		if errors.Is(err, errSentryQuit) {
@@ -180,6 +191,11 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 			err = fmt.Errorf("%w (%v)", err, sb.sentry.ProcessState)
 		}
 		return nil, err
+	}
+	if network != nil {
+		if err := takeAddresses(network); err != nil {
+			return nil, err
+		}
 	}
 	return sb, nil
 }

@@ -165,7 +165,7 @@ func busyboxTar(t *testing.T) string {
 	if err := os.WriteFile(filepath.Join(root, "bin/busybox"), data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range []string{"sh", "sleep", "cat", "echo", "true", "id", "ls", "ps", "touch", "tty", "stty", "mount", "grep", "head", "env"} {
+	for _, a := range []string{"sh", "sleep", "cat", "echo", "true", "id", "ls", "ps", "touch", "tty", "stty", "mount", "grep", "head", "env", "ip", "wget"} {
 		if err := os.Symlink("busybox", filepath.Join(root, "bin", a)); err != nil {
 			t.Fatal(err)
 		}

@@ -61,6 +61,9 @@ type Setup struct {
 	// Platform is how the sentry runs guest code: PlatformSystrap (the
 	// default, also when empty) or PlatformKVM.
 	Platform string `json:"platform,omitempty"`
+	// Network is the network namespace the sandbox joins (network.go),
+	// nil for a new one: loopback only.
+	Network *Network `json:"network,omitempty"`
 }
 
 // Platforms the sentry can run guest code on.

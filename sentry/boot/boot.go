@@ -78,7 +78,7 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	if err != nil {
 		return nil, err
 	}
-	if err := setupNetwork(k, spec.Linux); err != nil {
+	if err := setupNetwork(k, setup); err != nil {
 		return nil, err
 	}
 	root, err := buildTree(setup, gofer.NewClient(goferFD), mf, k, log)

@@ -7,10 +7,9 @@ import (
 // noteNamespaces logs, once each, the config's namespaces that name a
 // path to join (the network namespace podman, CNI or a pod sandbox made).
 // Every namespace a config asks for is the sandbox's own, made by the
-// sentry; joining one of the host's is not done: a network namespace
-// will be joined once the sandbox has a network (its stack will reach
-// the namespace's interface), and the others have no meaning for a
-// kernel of the sandbox's own.
+// sentry; a network namespace's interfaces, addresses and routes become
+// the sandbox's stack's (network.go), and the other namespaces of the
+// host have no meaning for a kernel of the sandbox's own.
 func noteNamespaces(l *specs.Linux, log func(string, ...any)) {
 	if l == nil {
 		return
@@ -20,7 +19,7 @@ func noteNamespaces(l *specs.Linux, log func(string, ...any)) {
 			continue
 		}
 		if ns.Type == specs.NetworkNamespace {
-			log("namespaces: network namespace %s recorded, not joined: the sandbox has no network yet", ns.Path)
+			log("namespaces: network namespace %s joined: its interfaces are the sandbox's", ns.Path)
 		} else {
 			log("namespaces: %s namespace %s not joined: the sandbox's kernel has its own", ns.Type, ns.Path)
 		}

@@ -7,7 +7,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
-func TestANamespacePathIsRecordedAndSaidNotJoined(t *testing.T) {
+func TestANamespacePathIsRecordedAndOnlyTheNetworkOneJoined(t *testing.T) {
 	l := &specs.Linux{Namespaces: []specs.LinuxNamespace{
 		{Type: specs.PIDNamespace},
 		{Type: specs.NetworkNamespace, Path: "/run/netns/cni-1"},
@@ -15,7 +15,7 @@ func TestANamespacePathIsRecordedAndSaidNotJoined(t *testing.T) {
 	}}
 	var lines []string
 	noteNamespaces(l, func(f string, a ...any) { lines = append(lines, f) })
-	if len(lines) != 2 || !strings.Contains(lines[0], "network") || !strings.Contains(lines[1], "not joined") {
+	if len(lines) != 2 || !strings.Contains(lines[0], "network namespace %s joined") || !strings.Contains(lines[1], "not joined") {
 		t.Errorf("logged %q, want one line for each namespace with a path", lines)
 	}
 	got := JoinedNamespaces(l)

@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 
 	"github.com/moat-sandbox/moat/sentry/kernel"
@@ -224,8 +225,12 @@ func addrMsg(ifc netstack.Interface, pa tcpip.ProtocolAddress, seq, port uint32)
 	fixed[0] = family
 	fixed[1] = byte(a.PrefixLen)
 	fixed[2] = unix.IFA_F_PERMANENT
-	if ifc.Flags&unix.IFF_LOOPBACK != 0 {
+	switch {
+	case ifc.Flags&unix.IFF_LOOPBACK != 0:
 		fixed[3] = unix.RT_SCOPE_HOST
+	case family == unix.AF_INET6 && header.IsV6LinkLocalUnicastAddress(a.Address):
+		// fe80::/10, which Linux scopes to the link.
+		fixed[3] = unix.RT_SCOPE_LINK
 	}
 	binary.LittleEndian.PutUint32(fixed[4:], uint32(ifc.Index))
 	m := newMsg(unix.RTM_NEWADDR, unix.NLM_F_MULTI, seq, port, fixed)
