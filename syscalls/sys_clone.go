@@ -15,6 +15,13 @@ import (
 func Clone(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	o := kernel.CloneOptions{Flags: a[0] &^ 0xff, ExitSignal: int(a[0] & 0xff), Stack: a[1],
 		ParentTID: a.Ptr(2), ChildTID: a.Ptr(3), TLS: a[4]}
+	if o.Flags&unix.CLONE_PIDFD != 0 {
+		// The pidfd goes where the parent's tid would.
+		if o.Flags&unix.CLONE_PARENT_SETTID != 0 {
+			return 0, unix.EINVAL
+		}
+		o.PidFD = clonePidfd(t, o.ParentTID)
+	}
 	return retErr(cloneRet(t.Clone(o)))
 }
 
@@ -61,6 +68,12 @@ func Clone3(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	o := kernel.CloneOptions{Flags: flags, ExitSignal: int(exitSignal), ChildTID: uintptr(field(2)),
 		ParentTID: uintptr(field(3)), TLS: field(7)}
+	if flags&unix.CLONE_PIDFD != 0 {
+		if flags&unix.CLONE_PARENT_SETTID != 0 && field(1) == field(3) {
+			return 0, unix.EINVAL // the pidfd and the tid would share a word
+		}
+		o.PidFD = clonePidfd(t, uintptr(field(1)))
+	}
 	if stack != 0 {
 		o.Stack = stack + stackSize // the stack grows down from its top
 	}

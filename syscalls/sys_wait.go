@@ -67,6 +67,28 @@ func Waitid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		if id == 0 {
 			o.PGID = t.PGID()
 		}
+	case unix.P_PIDFD:
+		if id < 0 {
+			return 0, unix.EINVAL
+		}
+		tg, f, err := pidfdProcess(t, id)
+		if err != nil {
+			return 0, err
+		}
+		o.Pid, o.Process = tg.PID(), tg
+		// Through a PIDFD_NONBLOCK pidfd a child still running is
+		// EAGAIN, unless WNOHANG asked for an empty answer.
+		nonblock := f.Flags()&pidfdNonblock != 0 && !o.NoHang
+		f.DecRef()
+		o.NoHang = o.NoHang || nonblock
+		res, err := t.Wait(o)
+		if err == nil && res.Pid == 0 && nonblock {
+			err = unix.EAGAIN
+		}
+		if err != nil {
+			return 0, err
+		}
+		return 0, waitidOut(t, infop, rusage, res)
 	default:
 		return 0, unix.EINVAL
 	}
@@ -74,6 +96,12 @@ func Waitid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
+	return 0, waitidOut(t, infop, rusage, res)
+}
+
+// waitidOut writes what waitid found: the siginfo (zero when nothing had
+// changed) and the child's usage.
+func waitidOut(t *kernel.Task, infop, rusage uintptr, res kernel.WaitResult) error {
 	if infop != 0 {
 		var info kernel.SigInfo
 		if res.Pid != 0 {
@@ -81,13 +109,11 @@ func Waitid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			info.SetChild(res.Pid, res.UID, res.Info)
 		}
 		if err := copyOutStruct(t, infop, &info); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	if rusage != 0 {
-		if err := copyOutUsage(t, rusage, res.Usage); err != nil {
-			return 0, err
-		}
+		return copyOutUsage(t, rusage, res.Usage)
 	}
-	return 0, nil
+	return nil
 }

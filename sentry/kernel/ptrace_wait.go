@@ -53,7 +53,7 @@ func (tg *ThreadGroup) findPtraceWaitableLocked(o WaitOptions) (res WaitResult, 
 // or its process group; a tracee is waited for whatever its exit signal.
 func (t *Task) ptraceWaitMatches(o WaitOptions) bool {
 	switch {
-	case o.Pid > 0 && t.tid != o.Pid:
+	case o.Pid > 0 && t.tid != o.Pid, o.Process != nil && t.tg != o.Process:
 		return false
 	case o.PGID != 0 && t.tg.pgid != o.PGID:
 		return false

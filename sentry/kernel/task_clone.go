@@ -16,6 +16,10 @@ type CloneOptions struct {
 	ChildTID   uintptr
 	TLS        uint64
 	ExitSignal int
+	// PidFD, for CLONE_PIDFD, gives the parent a pidfd of the new process
+	// before the child runs (and before a child sharing the table could
+	// see the descriptor missing); its error fails the clone.
+	PidFD func(*ThreadGroup) error
 }
 
 // Namespace flags: new namespaces are not offered (a process in the
@@ -32,7 +36,8 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	case f&unix.CLONE_THREAD != 0 && f&unix.CLONE_SIGHAND == 0,
 		f&unix.CLONE_SIGHAND != 0 && f&unix.CLONE_VM == 0,
 		f&unix.CLONE_FS != 0 && f&unix.CLONE_NEWNS != 0,
-		f&unix.CLONE_PIDFD != 0:
+		// Linux before 6.9 has no pidfds of threads.
+		f&unix.CLONE_PIDFD != 0 && (o.PidFD == nil || f&(unix.CLONE_THREAD|unix.CLONE_DETACHED) != 0):
 		return 0, unix.EINVAL
 	case f&cloneNamespaces != 0:
 		return 0, unix.EPERM
@@ -169,6 +174,15 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 		parent.children[tg] = struct{}{}
 		k.tgs[tid] = tg
 		child.tg = tg
+		if f&unix.CLONE_PIDFD != 0 {
+			if err := o.PidFD(tg); err != nil {
+				delete(parent.children, tg)
+				delete(k.tgs, tid)
+				k.treeMu.Unlock()
+				undo()
+				return 0, err
+			}
+		}
 	}
 	tg := child.tg
 	if f&unix.CLONE_VM == 0 {

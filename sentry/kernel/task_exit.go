@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/linuxabi"
+	"github.com/moat-sandbox/moat/sentry/waiter"
 )
 
 // Exit ends the calling task (exit(2)); the process ends with its last
@@ -136,6 +137,7 @@ func (t *Task) exit() {
 func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
 	k := tg.k
 	tg.zombie = true
+	go tg.exitQueue.Notify(waiter.ReadableEvents) // its callbacks may need the tree lock
 	reaper := k.init
 	for a := tg.parent; a != nil; a = a.parent {
 		if a.ChildSubreaper() && !a.zombie {

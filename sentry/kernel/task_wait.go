@@ -11,6 +11,9 @@ type WaitOptions struct {
 	// Which children: Pid > 0 that one, Pid == -1 any, PGID != 0 that
 	// process group.
 	Pid, PGID int32
+	// Process, when set (waitid's P_PIDFD), is the one child waited for,
+	// whatever now has its pid.
+	Process   *ThreadGroup
 	Exited    bool // WEXITED (always for wait4)
 	Stopped   bool // WUNTRACED / WSTOPPED
 	Continued bool // WCONTINUED
@@ -114,7 +117,7 @@ func (tg *ThreadGroup) findWaitableLocked(o WaitOptions) (res WaitResult, found,
 // waitMatches reports whether child c is one that o selects.
 func (c *ThreadGroup) waitMatches(o WaitOptions) bool {
 	switch {
-	case o.Pid > 0 && c.pid != o.Pid:
+	case o.Pid > 0 && c.pid != o.Pid, o.Process != nil && c != o.Process:
 		return false
 	case o.PGID != 0 && c.pgid != o.PGID:
 		return false

@@ -68,6 +68,8 @@ type ThreadGroup struct {
 	taskExits notifier
 	// signalQueue notifies signalfds polled by the process's tasks.
 	signalQueue waiter.Queue
+	// exitQueue notifies pidfds of the process's end (pidfd.go).
+	exitQueue waiter.Queue
 
 	pt tgPtrace // the process's ptrace state (ptrace.go)
 }
