@@ -88,6 +88,7 @@ type Kernel struct {
 type ExitStatus struct {
 	Code  int
 	Signo int
+	Core  bool // the signal dumped core (coredump.go)
 }
 
 // HostCode is the status a host process reports for s: the code, or 128+N

@@ -309,9 +309,12 @@ func (t *Task) stopStepLocked() bool {
 	return true
 }
 
-// waitStatus is s as wait(2)'s status word encodes it: the signal, or the
-// exit code in the second byte.
+// waitStatus is s as wait(2)'s status word encodes it: the signal (with
+// 0x80 when it dumped core), or the exit code in the second byte.
 func (s ExitStatus) waitStatus() int32 {
+	if s.Core {
+		return int32(s.Signo) | 0x80 // WCOREDUMP
+	}
 	if s.Signo != 0 {
 		return int32(s.Signo)
 	}

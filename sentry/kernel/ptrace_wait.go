@@ -67,7 +67,7 @@ func (t *Task) tracedExitResultLocked() WaitResult {
 	s := t.pt.exitStatus
 	res := WaitResult{Pid: t.tid, UID: t.realUID(), Status: s.waitStatus(), Code: linuxabi.CLD_EXITED, Info: int32(s.Code)}
 	if s.Signo != 0 {
-		res.Code, res.Info = linuxabi.CLD_KILLED, int32(s.Signo)
+		res.Code, res.Info = s.killedCode(), int32(s.Signo)
 	}
 	if t.tg.pt.zombie == t {
 		res.Usage = t.tg.usage
@@ -114,7 +114,7 @@ func (t *Task) ptraceZombieLocked(last bool, status ExitStatus) {
 func (t *Task) notifyEnd(tracer *Task, status ExitStatus) {
 	why, st := int32(linuxabi.CLD_EXITED), int32(status.Code)
 	if status.Signo != 0 {
-		why, st = linuxabi.CLD_KILLED, int32(status.Signo)
+		why, st = status.killedCode(), int32(status.Signo)
 	}
 	t.notifyTracer(tracer, why, st)
 }

@@ -168,8 +168,14 @@ func (t *Task) handleSignals() {
 				tg.mu.Unlock() // init is immune to signals it has no handler for
 				continue
 			}
+			first := !tg.exiting
 			tg.groupExitLocked(ExitStatus{Signo: sig})
 			tg.mu.Unlock()
+			if first && defaultActionOf(sig) == actCore && t.dumpCore(&info) {
+				tg.mu.Lock()
+				tg.status.Core = true
+				tg.mu.Unlock()
+			}
 			t.killThreads()
 			return
 		}

@@ -212,7 +212,7 @@ func (tg *ThreadGroup) tellParentLocked(status ExitStatus, signals []childSignal
 		info := SigInfo{Signo: int32(sig), Code: linuxabi.CLD_EXITED}
 		st := int32(status.Code)
 		if status.Signo != 0 {
-			info.Code, st = linuxabi.CLD_KILLED, int32(status.Signo)
+			info.Code, st = status.killedCode(), int32(status.Signo)
 		}
 		info.SetChild(tg.pid, tg.exitUID, st)
 		signals = append(signals, childSignal{parent, info})

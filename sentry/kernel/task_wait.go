@@ -82,7 +82,7 @@ func (tg *ThreadGroup) findWaitableLocked(o WaitOptions) (res WaitResult, found,
 			res = WaitResult{Pid: c.pid, UID: c.exitUID, Status: int32(s.Code << 8), Code: linuxabi.CLD_EXITED,
 				Info: int32(s.Code), Usage: c.usage}
 			if s.Signo != 0 {
-				res.Status, res.Code, res.Info = int32(s.Signo), linuxabi.CLD_KILLED, int32(s.Signo)
+				res.Status, res.Code, res.Info = s.waitStatus(), s.killedCode(), int32(s.Signo)
 			}
 			if !o.NoWait {
 				c.reapLocked()

@@ -46,6 +46,7 @@ func (f *fs) sysDir() *node {
 		child{"hostname", hostname},
 		value("kernel/osrelease", kernel.Release), value("kernel/ostype", kernel.OSType),
 		value("kernel/version", kernel.Version),
+		value("kernel/core_pattern", kernel.CorePattern), number("kernel/core_uses_pid", 0),
 		// pid_max is one past the largest pid the kernel hands out.
 		number("kernel/pid_max", 1<<22),
 		number("kernel/threads-max", 1<<20),
