@@ -7,9 +7,14 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 
+	"github.com/moat-sandbox/moat/internal/confine"
 	"github.com/moat-sandbox/moat/internal/control"
+	"github.com/moat-sandbox/moat/platform/kvm"
 	"github.com/moat-sandbox/moat/sentry/boot"
+	"github.com/moat-sandbox/moat/sentry/fs/procfs"
+	"github.com/moat-sandbox/moat/sentry/fs/sysfs"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 )
 
@@ -28,14 +33,39 @@ func bootMain(args []string) int {
 		reply(setupConn, fmt.Errorf("read setup: %w", err))
 		return 1
 	}
-	l, err := openLog(setup.LogPath, setup.LogFormat, setup.Debug)
+	l, err := inheritedLog(control.BootLogFD, setup.LogPath, setup.LogFormat, setup.Debug)
 	if err != nil {
 		reply(setupConn, err)
 		return 1
 	}
 	defer l.close()
 
-	sb, err := boot.New(&setup, control.BootGoferFD, l.sentryf)
+	mode, err := confine.ParseMode(setup.HostCalls)
+	if err == nil && confineFully {
+		err = confineSentry(setup.SentryUser)
+	}
+	if err != nil {
+		reply(setupConn, fmt.Errorf("sentry: %w", err))
+		return 1
+	}
+	// Before the filter: wrapping a socket asks the host about it.
+	ctl := os.NewFile(control.BootControlFD, "control")
+	listener, err := net.FileListener(ctl) // a copy of the descriptor
+	ctl.Close()
+	if err != nil {
+		reply(setupConn, fmt.Errorf("sentry: control socket: %w", err))
+		return 1
+	}
+	calls := confine.SentryCalls
+	if setup.Platform == control.PlatformKVM {
+		kvm.DeviceFD = control.BootKVMFD
+		calls = calls.With(confine.KVMCalls(kvm.HostIoctls))
+	}
+	installFilter := func() error { return calls.Install(mode) }
+	if !confineFully {
+		installFilter = nil
+	}
+	sb, err := boot.New(&setup, control.BootGoferFD, l.sentryf, installFilter)
 	if err != nil {
 		var initErr *kernel.InitError
 		if !errors.As(err, &initErr) {
@@ -44,13 +74,30 @@ func bootMain(args []string) int {
 		reply(setupConn, err)
 		return 1
 	}
-	listener, err := net.FileListener(os.NewFile(control.BootControlFD, "control"))
-	if err != nil {
-		reply(setupConn, fmt.Errorf("sentry: control socket: %w", err))
-		return 1
-	}
 	reply(setupConn, nil)
 	return sb.Serve(listener)
+}
+
+// confineSentry shuts the sentry in, in the namespaces the CLI started it
+// in (sandbox.go), before it reads anything of the image or the guest:
+// what it shows of the host's files is read first, then its root becomes
+// an empty read-only directory, every capability goes and it becomes the
+// user the CLI names (the overflow user, when root starts it). The seccomp
+// filter follows once the platform has forked its first stub (boot.New),
+// which must not inherit it. GOMAXPROCS is fixed, so that the Go runtime
+// never reads the cgroup files again.
+func confineSentry(user *[2]uint32) error {
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	procfs.ReadHostFiles()
+	sysfs.ReadHostFiles()
+	if err := confine.EnterEmptyRoot(); err != nil {
+		return err
+	}
+	var ids *confine.IDs
+	if user != nil {
+		ids = &confine.IDs{UID: user[0], GID: user[1]}
+	}
+	return confine.DropPrivileges(0, ids)
 }
 
 // reply sends the one Setup response and closes the setup socket.

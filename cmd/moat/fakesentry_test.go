@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/moat-sandbox/moat/internal/control"
+	"github.com/moat-sandbox/moat/internal/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,7 +58,9 @@ func goferContractProblem() string {
 //	sleep            run until killed
 //	exit N           on start, exit with status N
 //	echo WORDS...    on start, print WORDS on stdout and exit 0
-//	selfkill N       on start, die of host signal N
+//	seccompkill      on start, make a host call its seccomp filter kills it
+//	                 for, dying of SIGSYS (as the sentry's pid namespace's
+//	                 init, it cannot die of a signal it sends itself)
 //	not-found        answer setup with an error, as for a program missing from the rootfs
 //	no-platform      answer setup with an error naming the platform asked for, as a sentry
 //	                 whose platform cannot start (KVM without a usable /dev/kvm)
@@ -143,8 +146,16 @@ func runFakeProgram(program []string) (status int, exits bool) {
 		}
 		os.Stdout.WriteString("\n")
 		return 0, true
-	case "selfkill":
-		unix.Kill(os.Getpid(), unix.Signal(arg(1)))
+	case "seccompkill":
+		killGetppid := []seccomp.Insn{
+			seccomp.Stmt(seccomp.LdAbsW, seccomp.OffNr),
+			seccomp.Jump(seccomp.JeqK, unix.SYS_GETPPID, 0, 1),
+			seccomp.Stmt(seccomp.RetK, seccomp.ActKillProcess),
+			seccomp.Stmt(seccomp.RetK, seccomp.ActAllow),
+		}
+		unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+		seccomp.Install(killGetppid, 0)
+		unix.Getppid()
 		time.Sleep(time.Hour)
 	}
 	return 0, false

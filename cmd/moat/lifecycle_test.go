@@ -218,8 +218,10 @@ func TestRunExitStatus(t *testing.T) {
 		t.Errorf("run of a program exiting 7: exit %d, stderr %q", r.code, r.stderr)
 	}
 	e.expectNothingLeft()
-	if r := e.moat("run", "-b", writeBundle(t, "selfkill", "9"), "c2"); r.code != 128+9 {
-		t.Errorf("run of a sentry dying of SIGKILL: exit %d, want %d", r.code, 128+9)
+	if r := e.moat("run", "-b", writeBundle(t, "seccompkill"), "c2"); r.code != 128+int(syscall.SIGSYS) ||
+		!strings.Contains(r.stderr, "seccomp") {
+		t.Errorf("run of a sentry killed by its seccomp filter: exit %d, stderr %q; want %d and a word of seccomp",
+			r.code, r.stderr, 128+int(syscall.SIGSYS))
 	}
 	e.expectNothingLeft()
 	if r := e.moat("run", "-b", writeBundle(t, "echo", "hello", "world"), "c3"); r.code != 0 || r.stdout != "hello world\n" {

@@ -47,6 +47,17 @@ func openLog(path, format string, debug bool) (*logger, error) {
 	return l, nil
 }
 
+// inheritedLog is the logger of a re-executed moat (the sentry) whose --log
+// file the CLI opened and handed over as fd, if path (its name) is set.
+func inheritedLog(fd int, path, format string, debug bool) (*logger, error) {
+	l, err := openLog("", format, debug)
+	if err != nil || path == "" {
+		return l, err
+	}
+	l.file, l.path = os.NewFile(uintptr(fd), path), path
+	return l, nil
+}
+
 func (l *logger) close() {
 	if l.file != nil {
 		l.file.Close()

@@ -7,6 +7,13 @@
 // The CLI side is short-lived and trusted. It must never run guest code or
 // open files on the guest's behalf, and it must leave nothing behind when a
 // command fails: no process, no socket, no state directory.
+
+// The Go runtime would keep the cgroup's CPU limit files open for good and
+// re-read them and the CPU affinity every second to adjust GOMAXPROCS; a
+// confined sentry opens no file, and holds no host file it does not need.
+//
+//go:debug containermaxprocs=0
+//go:debug updatemaxprocs=0
 package main
 
 import (

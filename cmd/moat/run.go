@@ -119,11 +119,18 @@ func supervise(g *globalOptions, cr *createdContainer, term *terminalSession, si
 		term.detach()
 	}
 	ws := cr.sandbox.sentry.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() && ws.Signal() == syscall.SIGSYS {
+		reportError(g.log, "run", errSentryFiltered)
+	}
 	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
 	return ws.ExitStatus()
 }
+
+// errSentryFiltered is a sentry that died of SIGSYS: its seccomp filter
+// kills it for any host call outside its allowlist (internal/confine).
+var errSentryFiltered = errors.New("the sentry was killed by its seccomp filter: it made a host call outside its allowlist (docs/security.md)")
 
 // deleteAfterRun deletes the container run waited for, unless someone
 // deleted it meanwhile.

@@ -8,12 +8,18 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/moat-sandbox/moat/internal/bundle"
+	"github.com/moat-sandbox/moat/internal/confine"
 	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/internal/state"
+	"github.com/moat-sandbox/moat/sentry/boot"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,6 +62,12 @@ func internalCommand(sub string, args ...string) *exec.Cmd {
 // CLI killed during the hand-over still leaves `moat delete` enough to clean
 // up. On error nothing it started remains.
 func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundle.Bundle, stdio [3]*os.File) (_ *sandbox, err error) {
+	// Descriptors this CLI inherited without close-on-exec (a shell's, a
+	// supervisor's) would pass to the gofer and the sentry, which get
+	// only what ExtraFiles names.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("mark inherited descriptors close-on-exec: %w", err)
+	}
 	// One gofer socket for the root file system, then one per bind mount.
 	goferEnds := make([]*os.File, 1+len(b.Binds))
 	sentryGoferEnds := make([]*os.File, len(goferEnds))
@@ -112,12 +124,29 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		defer spill.Close()
 		sentryFDs[control.BootSpillFD] = spill
 	}
+	if g.log.file != nil {
+		// The sentry runs as a user who may not open it.
+		sentryFDs[control.BootLogFD] = g.log.file
+	}
+	if g.platform == control.PlatformKVM {
+		// Nor this: /dev/kvm is root's.
+		dev, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+		if err != nil {
+			return nil, fmt.Errorf("--platform kvm: %w", err)
+		}
+		defer dev.Close()
+		sentryFDs[control.BootKVMFD] = dev
+	}
 	var bindIndexes []int
 	for i, m := range b.Binds {
 		goferArgs = append(goferArgs, "--bind", bindArg(m))
 		goferFDs[control.GoferBindFD0+i] = goferEnds[1+i]
 		sentryFDs[control.BootBindFD0+i] = sentryGoferEnds[1+i]
 		bindIndexes = append(bindIndexes, m.Index)
+	}
+	goferArgs = append(goferArgs, goferPrivilegeArgs(b.Spec.Process)...)
+	if mode := os.Getenv(hostCallsEnv); mode != "" {
+		goferArgs = append(goferArgs, "--host-calls", mode)
 	}
 	// The namespace's packet sockets (netns.go), before anything starts;
 	// its addresses become the sandbox's once the sentry is ready.
@@ -136,6 +165,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	}
 	// Its own session: no signal meant for the CLI's terminal reaches it.
 	sb.gofer.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	confine.GoferProcAttr(sb.gofer.SysProcAttr, os.Geteuid() == 0)
 	if err := sb.gofer.Start(); err != nil {
 		return nil, fmt.Errorf("start gofer: %w", err)
 	}
@@ -149,6 +179,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		// controls, so that a resize reaches it as SIGWINCH (console.go).
 		sb.sentry.SysProcAttr = consoleProcAttr()
 	}
+	confine.SentryProcAttr(sb.sentry.SysProcAttr, sandboxIDs(), os.Geteuid() == 0)
 	if err := sb.sentry.Start(); err != nil {
 		return nil, fmt.Errorf("start sentry: %w", err)
 	}
@@ -183,12 +214,19 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		RootfsWrites:  writes,
 		OverlayMemory: overlayMemory,
 		Platform:      g.platform,
+		HostCalls:     os.Getenv(hostCallsEnv),
 		Network:       network,
+	}
+	if os.Geteuid() == 0 {
+		setup.SentryUser = &[2]uint32{uint32(confine.Nobody.Host), uint32(confine.Nobody.HostGroup)}
 	}
 	if err := handshake(cliSetupEnd, setup); err != nil {
 		if errors.Is(err, errSentryQuit) {
 			sb.stop()
 			err = fmt.Errorf("%w (%v)", err, sb.sentry.ProcessState)
+			if ws, ok := sb.sentry.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGSYS {
+				err = fmt.Errorf("%w: %w", errSentryQuit, errSentryFiltered)
+			}
 		}
 		return nil, err
 	}
@@ -198,6 +236,41 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		}
 	}
 	return sb, nil
+}
+
+// hostCallsEnv, set to "log" in the CLI's environment, starts the sandbox's
+// sentry and gofer with seccomp filters that log the host calls outside
+// their allowlists instead of killing them: the audit mode the host-call
+// audit runs the test suites in (docs/security.md). Never for production.
+const hostCallsEnv = "MOAT_HOST_CALLS"
+
+// goferPrivilegeArgs are the gofer's --caps and --user for a container
+// whose process is p (confine.GoferPrivileges).
+func goferPrivilegeArgs(p *specs.Process) []string {
+	var bounding uint64
+	if p.Capabilities != nil {
+		for _, name := range p.Capabilities.Bounding {
+			if i := slices.Index(boot.CapNames, strings.TrimPrefix(name, "CAP_")); i >= 0 {
+				bounding |= 1 << i
+			}
+		}
+	}
+	keep, ids := confine.GoferPrivileges(bounding, confine.IDs{UID: p.User.UID, GID: p.User.GID, Groups: p.User.AdditionalGids})
+	args := []string{"--caps", fmt.Sprintf("%#x", keep)}
+	if ids != nil {
+		args = append(args, "--user", idsArg(*ids))
+	}
+	return args
+}
+
+// sandboxIDs is the host user and group the sandbox's processes are: the
+// overflow ids when root starts it (which the sentry becomes, Setup's
+// SentryUser), the caller's own otherwise.
+func sandboxIDs() confine.IDMap {
+	if os.Geteuid() == 0 {
+		return confine.Nobody
+	}
+	return confine.IDMap{Host: os.Geteuid(), HostGroup: os.Getegid()}
 }
 
 // errSentryQuit is a sentry that closed the setup socket without answering.

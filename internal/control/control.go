@@ -26,9 +26,15 @@ const (
 	// BootSpillFD is the unnamed host file an overlay root's upper layer
 	// spills to, when Setup.OverlayMemory is set.
 	BootSpillFD = 6
+	// BootLogFD is the --log file, open for appending, when Setup.LogPath
+	// is set: the confined sentry opens no file.
+	BootLogFD = 7
+	// BootKVMFD is /dev/kvm, open, when Setup.Platform is PlatformKVM:
+	// the confined sentry cannot open it.
+	BootKVMFD = 8
 	// BootBindFD0 is the gofer socket of the first bind mount in
 	// Setup.Binds, BootBindFD0+1 of the second, and so on.
-	BootBindFD0 = 7
+	BootBindFD0 = 9
 )
 
 // The sockets that `moat gofer` serves on: the root file system's, then
@@ -44,7 +50,7 @@ type Setup struct {
 	ID        string      `json:"id"`
 	Bundle    string      `json:"bundle"` // absolute path, for messages only
 	Spec      *specs.Spec `json:"spec"`
-	LogPath   string      `json:"logPath,omitempty"` // where the sentry appends its log
+	LogPath   string      `json:"logPath,omitempty"` // the log on BootLogFD, for messages
 	LogFormat string      `json:"logFormat,omitempty"`
 	Debug     bool        `json:"debug,omitempty"`
 	// Binds are the indexes in Spec.Mounts of the bind mounts, whose gofer
@@ -61,6 +67,14 @@ type Setup struct {
 	// Platform is how the sentry runs guest code: PlatformSystrap (the
 	// default, also when empty) or PlatformKVM.
 	Platform string `json:"platform,omitempty"`
+	// HostCalls is what the sentry's seccomp filter does with a host call
+	// outside its allowlist: "kill" (also when empty) or "log", the audit
+	// mode (internal/confine).
+	HostCalls string `json:"hostCalls,omitempty"`
+	// SentryUser, if set, is the host uid and gid the sentry becomes once
+	// confined: root starts it in a user namespace that maps every id to
+	// itself, as root there.
+	SentryUser *[2]uint32 `json:"sentryUser,omitempty"`
 	// Network is the network namespace the sandbox joins (network.go),
 	// nil for a new one: loopback only.
 	Network *Network `json:"network,omitempty"`

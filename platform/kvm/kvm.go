@@ -78,7 +78,7 @@ func start(path string, memFD int) (*Platform, error) {
 	if runtime.GOARCH != "amd64" {
 		return nil, fmt.Errorf("kvm: unsupported architecture %s", runtime.GOARCH)
 	}
-	kvmFD, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	kvmFD, err := openDevice(path)
 	if err != nil {
 		return nil, fmt.Errorf("kvm: open %s: %v", path, err)
 	}

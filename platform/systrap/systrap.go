@@ -14,10 +14,10 @@
 package systrap
 
 import (
-	"encoding/binary"
 	"fmt"
-	"os"
 	"runtime"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/platform"
 )
@@ -70,7 +70,9 @@ func checkHost() error {
 	}
 	// The handler saves and restores FS and GS with rdfsbase/wrfsbase.
 	const hwcap2FSGSBase = 1 << 1
-	auxv, err := os.ReadFile("/proc/self/auxv")
+	// The vector the kernel gave the process, which the runtime keeps: a
+	// confined sentry cannot read /proc/self/auxv.
+	auxv, err := unix.Auxv()
 	if err == nil && !hasAuxvBit(auxv, atHWCAP2, hwcap2FSGSBase) {
 		return fmt.Errorf("systrap: the host CPU or kernel does not allow FSGSBASE instructions in user space (Linux >= 5.9 needed)")
 	}
@@ -78,14 +80,10 @@ func checkHost() error {
 }
 
 // hasAuxvBit reports whether auxv entry key has bit set.
-func hasAuxvBit(auxv []byte, key, bit uint64) bool {
-	for i := 0; i+16 <= len(auxv); i += 16 {
-		k := binary.LittleEndian.Uint64(auxv[i:])
-		if k == key {
-			return binary.LittleEndian.Uint64(auxv[i+8:])&bit != 0
-		}
-		if k == 0 {
-			break
+func hasAuxvBit(auxv [][2]uintptr, key, bit uintptr) bool {
+	for _, e := range auxv {
+		if e[0] == key {
+			return e[1]&bit != 0
 		}
 	}
 	return false

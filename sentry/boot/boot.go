@@ -6,9 +6,7 @@
 package boot
 
 import (
-	"encoding/binary"
 	"fmt"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -46,7 +44,12 @@ type Sandbox struct {
 // New builds the sandbox that setup describes, with the gofer on goferFD
 // and the guest's stdio on fds 0, 1 and 2. An *kernel.InitError is a
 // problem with the configuration; other errors are the sentry's.
-func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox, error) {
+//
+// confine, if not nil, is called once the platform exists (systrap's
+// stubs are forked from the sentry, and must not inherit its filter) and
+// before anything of the image or the guest is read: the sentry installs
+// its seccomp filter there.
+func New(setup *control.Setup, goferFD int, log func(string, ...any), confine func() error) (*Sandbox, error) {
 	spec := setup.Spec
 	if spec == nil || spec.Process == nil || spec.Root == nil {
 		return nil, fmt.Errorf("setup has no process or root")
@@ -63,6 +66,11 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any)) (*Sandbox,
 	plat, err := newPlatform(setup.Platform, mf.FD())
 	if err != nil {
 		return nil, err
+	}
+	if confine != nil {
+		if err := confine(); err != nil {
+			return nil, err
+		}
 	}
 	hostname := spec.Hostname
 	if hostname == "" {
@@ -134,15 +142,17 @@ type hostCPU struct {
 	hwcap, hwcap2, minSigStk uint64
 }
 
+// readAuxv reads the vector the kernel gave the sentry, which the runtime
+// keeps: a confined sentry cannot open /proc/self/auxv.
 func readAuxv() (hostCPU, error) {
-	b, err := os.ReadFile("/proc/self/auxv")
+	auxv, err := unix.Auxv()
 	if err != nil {
 		return hostCPU{}, fmt.Errorf("read the sentry's auxiliary vector: %w", err)
 	}
 	var h hostCPU
-	for i := 0; i+16 <= len(b); i += 16 {
-		v := binary.LittleEndian.Uint64(b[i+8:])
-		switch binary.LittleEndian.Uint64(b[i:]) {
+	for _, e := range auxv {
+		v := uint64(e[1])
+		switch e[0] {
 		case 16: // AT_HWCAP
 			h.hwcap = v
 		case 26: // AT_HWCAP2

@@ -25,7 +25,7 @@ type fs struct {
 
 // New returns the root dentry of a /proc for kernel k.
 func New(k *kernel.Kernel) *vfs.Dentry {
-	f := &fs{k: k, dev: vfs.NewAnonDev(), cpuinfo: hostCPUInfo()}
+	f := &fs{k: k, dev: vfs.NewAnonDev(), cpuinfo: host().cpuinfo}
 	return vfs.NewRoot(f.rootDir())
 }
 

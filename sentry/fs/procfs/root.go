@@ -3,7 +3,6 @@ package procfs
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -72,7 +71,7 @@ const filesystems = "nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tcgroup2\nno
 // it one, and this file its figures then). Where the host's file cannot
 // be read, the figures sysinfo(2) gives stand in.
 func meminfo() ([]byte, error) {
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil && bytes.HasPrefix(b, []byte("MemTotal:")) {
+	if b, err := readHostMeminfo(); err == nil && bytes.HasPrefix(b, []byte("MemTotal:")) {
 		return b, nil
 	}
 	var si unix.Sysinfo_t

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -82,12 +83,28 @@ func NewCgroup() *vfs.Dentry {
 // ("always [madvise] never": the one in force in brackets), which the
 // sentry's memory follows; def where the host has none to read.
 func hostTHP(file, def string) string {
-	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/" + file)
-	if err != nil || !strings.Contains(string(b), "[") {
-		return def
+	if v, ok := hostTHPFiles()[file]; ok {
+		return v
 	}
-	return strings.TrimSuffix(string(b), "\n")
+	return def
 }
+
+// hostTHPFiles are the host's settings hostTHP shows, read once, by
+// ReadHostFiles, before the sentry confines itself: a confined sentry
+// opens no file.
+var hostTHPFiles = sync.OnceValue(func() map[string]string {
+	m := make(map[string]string)
+	for _, file := range []string{"enabled", "defrag"} {
+		b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/" + file)
+		if err == nil && strings.Contains(string(b), "[") {
+			m[file] = strings.TrimSuffix(string(b), "\n")
+		}
+	}
+	return m
+})
+
+// ReadHostFiles reads what /sys shows of the host's files.
+func ReadHostFiles() { hostTHPFiles() }
 
 // tree is one sysfs instance.
 type tree struct {

@@ -1,0 +1,55 @@
+package confine
+
+import "syscall"
+
+// SandboxNamespaces are the namespaces the sentry and the gofer start in:
+// nothing of the host's processes, mounts, network, IPC objects, host name
+// or cgroup tree is visible from them. The pid namespace makes the sentry
+// its init, so that its stubs die with it.
+const SandboxNamespaces = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS |
+	syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
+
+// Nobody is the host user and group a sandbox started by root runs as
+// once confined: a process that got out would own nothing of the host.
+var Nobody = IDMap{Host: 65534, HostGroup: 65534}
+
+// IDMap is a host user and group.
+type IDMap struct{ Host, HostGroup int }
+
+// SentryProcAttr adds to attr what starts the sentry confined: the sandbox
+// namespaces and a user namespace. Started by root (privileged), the
+// namespace maps every id to itself and the sentry starts as root in it,
+// with no supplementary groups: it keeps the capabilities it needs to
+// change its root only in its own namespaces, becomes m (DropPrivileges)
+// before it reads anything of the guest, and sees the owners of the host
+// files the gofer hands it as they are. Started by another user, only 0
+// exists in the namespace: m (the caller) outside.
+func SentryProcAttr(attr *syscall.SysProcAttr, m IDMap, privileged bool) {
+	attr.Cloneflags |= SandboxNamespaces
+	if privileged {
+		all := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+		attr.UidMappings, attr.GidMappings = all, all
+		attr.GidMappingsEnableSetgroups = true
+		attr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+		return
+	}
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: m.Host, Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: m.HostGroup, Size: 1}}
+	// An unprivileged process may map its own group only after denying
+	// setgroups(2) in the namespace.
+	attr.GidMappingsEnableSetgroups = false
+}
+
+// GoferProcAttr adds to attr what starts the gofer confined: the sandbox
+// namespaces and, started by root, a user namespace that maps every id to
+// itself, so that the gofer's files keep their owners while its
+// capabilities count for nothing outside its namespaces but the files of
+// its trees.
+func GoferProcAttr(attr *syscall.SysProcAttr, privileged bool) {
+	attr.Cloneflags |= SandboxNamespaces
+	if privileged {
+		all := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+		attr.UidMappings, attr.GidMappings = all, all
+		attr.GidMappingsEnableSetgroups = true
+	}
+}
