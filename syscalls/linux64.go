@@ -27,7 +27,6 @@ const (
 const (
 	areaFiles      = "the file system, issue #9"
 	areaXattr      = "extended attributes, with the file system, issue #9"
-	areaSeccomp    = "guest seccomp filters, issue #10"
 	areaNet        = "sockets and networking, issue #11"
 	areaMQ         = "POSIX message queues, issue #14"
 	areaProcAttr   = "process attributes, issue #14"
@@ -202,7 +201,7 @@ var table = [...]Entry{
 	154: byDesign("modify_ldt", unix.ENOSYS, "no local descriptor tables: segments are the platform's; Linux built without CONFIG_MODIFY_LDT_SYSCALL answers ENOSYS"),
 	155: needsPrivilege("pivot_root", unix.EPERM, "CAP_SYS_ADMIN", noteMountsInside),
 	156: byDesign("_sysctl", unix.ENOSYS, "removed from Linux (5.5), which answers ENOSYS; /proc/sys is the interface"),
-	157: partial("prctl", Prctl, "names, pdeathsig (recorded), dumpable, keepcaps, no_new_privs, child subreaper, timer slack, THP, capbset read; other options EINVAL"),
+	157: partial("prctl", Prctl, "names, pdeathsig (recorded), dumpable, keepcaps, no_new_privs, seccomp, child subreaper, timer slack, THP, capbset read; other options EINVAL"),
 	158: partial("arch_prctl", ArchPrctl, "ARCH_SET_CPUID answers ENODEV: no CPUID faulting"),
 	159: notYet("adjtimex", areaClockState),
 	160: full("setrlimit", Setrlimit),
@@ -362,7 +361,7 @@ var table = [...]Entry{
 	314: partial("sched_setattr", SchedSetattr, noteSched+"; utilization clamps answer EOPNOTSUPP, as Linux built without CONFIG_UCLAMP_TASK, and SCHED_DEADLINE's parameters are kept without admission control"),
 	315: full("sched_getattr", SchedGetattr),
 	316: partial("renameat2", Renameat2, "RENAME_NOREPLACE and RENAME_EXCHANGE; RENAME_WHITEOUT EINVAL"),
-	317: notYet("seccomp", areaSeccomp),
+	317: partial("seccomp", Seccomp, "strict mode and classic BPF filters (TSYNC, TSYNC_ESRCH, LOG, SPEC_ALLOW), run by the sentry on the task's calls; SECCOMP_FILTER_FLAG_NEW_LISTENER is EINVAL (no user-space notification), and SECCOMP_RET_TRACE and USER_NOTIF answer ENOSYS"),
 	318: full("getrandom", Getrandom),
 	319: partial("memfd_create", MemfdCreate, "MFD_HUGETLB answers EINVAL: the sandbox has no huge pages"),
 	320: byDesign("kexec_file_load", unix.EPERM, "the guest cannot load a kernel; Linux gives EPERM without CAP_SYS_BOOT"),

@@ -131,7 +131,9 @@ func Prctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		_, err := t.CopyOut(a.Ptr(1), b[:])
 		return 0, err
 	case unix.PR_GET_SECCOMP:
-		return 0, nil
+		return uintptr(t.SeccompMode()), nil
+	case unix.PR_SET_SECCOMP:
+		return prctlSetSeccomp(t, uint64(a[1]), a.Ptr(2))
 	case unix.PR_CAPBSET_READ:
 		if a[1] > unix.CAP_LAST_CAP {
 			return 0, unix.EINVAL

@@ -98,6 +98,22 @@ const (
 	CLD_DUMPED    = 3
 	CLD_STOPPED   = 5
 	CLD_CONTINUED = 6
+	// SIGSYS's si_code for a seccomp SECCOMP_RET_TRAP: siginfo.h calls it
+	// SYS_SECCOMP, which in Go names the system call's number.
+	SIGSYS_SECCOMP = 1
+)
+
+// MAX_ERRNO is the largest errno a system call returns, and the cap on a
+// seccomp SECCOMP_RET_ERRNO's: include/linux/err.h.
+const MAX_ERRNO = 4095
+
+// SizeofSeccompNotif, SizeofSeccompNotifResp and SizeofSeccompData are
+// what SECCOMP_GET_NOTIF_SIZES reports: the sizes of struct seccomp_notif,
+// seccomp_notif_resp and seccomp_data (include/uapi/linux/seccomp.h).
+const (
+	SizeofSeccompNotif     = 80
+	SizeofSeccompNotifResp = 24
+	SizeofSeccompData      = 64
 )
 
 // O_LARGEFILE is the kernel's flag (include/uapi/asm-generic/fcntl.h),

@@ -18,6 +18,7 @@ import (
 	"github.com/moat-sandbox/moat/gofer"
 	"github.com/moat-sandbox/moat/internal/bundle"
 	"github.com/moat-sandbox/moat/internal/control"
+	"github.com/moat-sandbox/moat/internal/seccomp"
 	"github.com/moat-sandbox/moat/platform"
 	"github.com/moat-sandbox/moat/platform/kvm"
 	"github.com/moat-sandbox/moat/platform/systrap"
@@ -39,6 +40,9 @@ import (
 type Sandbox struct {
 	Kernel *kernel.Kernel
 	log    func(string, ...any)
+	// seccomp is the container's linux.seccomp filter, which every
+	// process it starts (init, exec) runs under.
+	seccomp []seccomp.Insn
 }
 
 // New builds the sandbox that setup describes, with the gofer on goferFD
@@ -101,6 +105,13 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any), confine fu
 	if err != nil {
 		return nil, err
 	}
+	var filter []seccomp.Insn
+	if spec.Linux != nil {
+		if filter, err = seccompProgram(spec.Linux.Seccomp); err != nil {
+			return nil, err
+		}
+	}
+	init.Seccomp = filter
 	if init.Stdio, err = stdioFiles(); err != nil {
 		return nil, err
 	}
@@ -112,7 +123,7 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any), confine fu
 	if err := k.CreateInit(init); err != nil {
 		return nil, err
 	}
-	return &Sandbox{Kernel: k, log: log}, nil
+	return &Sandbox{Kernel: k, log: log, seccomp: filter}, nil
 }
 
 // newPlatform starts the platform the CLI asked for over the memory file.

@@ -98,6 +98,7 @@ func (s *Sandbox) startExec(e *control.Exec, files []*os.File) (*kernel.Process,
 	if err != nil {
 		return nil, nil, err
 	}
+	spec.Seccomp = s.seccomp
 	var con *devpts.Console
 	var opened []*vfs.File // one entry per reference held
 	fail := func(err error) (*kernel.Process, *devpts.Console, error) {

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/seccomp"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
@@ -30,6 +31,9 @@ type InitSpec struct {
 	// may gain privileges (no_new_privs).
 	CapEffective, CapPermitted, CapInheritable, CapBounding uint64
 	NoNewPrivs                                              bool
+	// Seccomp, if set, is the filter the process starts under
+	// (linux.seccomp), checked by seccomp.Check.
+	Seccomp []seccomp.Insn
 	// Console, if set, is the controlling terminal of init's session
 	// (the container's terminal), with init's group in the foreground.
 	Console *TTY
@@ -117,6 +121,14 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 	t.regs, t.ctx, t.mm, t.exe, t.comm = img.regs, ctx, img.mm, img.exe, img.comm
 	t.fds, t.fs, t.creds = NewFDTable(), fs, creds
 	t.prctl.NoNewPrivs = s.NoNewPrivs
+	if s.Seccomp != nil {
+		chain, ok := (*seccomp.Chain)(nil).Push(s.Seccomp)
+		if !ok {
+			return nil, nil, &InitError{"linux.seccomp: the filter is longer than a chain may be"}
+		}
+		t.sc.chain.Store(chain)
+		t.sc.mode.Store(unix.SECCOMP_MODE_FILTER)
+	}
 	t.mm.SetLimitAS(tg.limitAS)
 	t.mm.SetLimitStack(tg.limitStack)
 	// The table takes references of its own: the spec's go, so that a

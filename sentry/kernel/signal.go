@@ -133,6 +133,15 @@ func (s *SigInfo) SetSender(pid int32, uid uint32) {
 // SetValue records sigqueue's value, after the sender.
 func (s *SigInfo) SetValue(v uint64) { binary.LittleEndian.PutUint64(s.Fields[8:], v) }
 
+// SetSeccomp records what a seccomp SECCOMP_RET_TRAP's SIGSYS tells: the
+// address after the call's instruction, its number and its architecture
+// (siginfo's _sigsys).
+func (s *SigInfo) SetSeccomp(callAddr uint64, nr int32, arch uint32) {
+	binary.LittleEndian.PutUint64(s.Fields[0:], callAddr)
+	binary.LittleEndian.PutUint32(s.Fields[8:], uint32(nr))
+	binary.LittleEndian.PutUint32(s.Fields[12:], arch)
+}
+
 // SetAddr records a fault's address.
 func (s *SigInfo) SetAddr(addr uint64) { binary.LittleEndian.PutUint64(s.Fields[0:], addr) }
 

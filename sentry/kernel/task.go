@@ -70,6 +70,8 @@ type Task struct {
 	vforkDone chan struct{}
 	// pt is the task's ptrace state, as tracee and tracer (ptrace.go).
 	pt taskPtrace
+	// sc is the task's seccomp mode and filters (seccomp.go).
+	sc taskSeccomp
 }
 
 // newTask returns a task of tg, not yet registered or running.

@@ -102,6 +102,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	}
 	child.creds = t.creds.Fork()
 	child.prctl = t.prctl
+	t.inheritSeccomp(child)
 	child.prctl.PdeathSig = 0
 	child.prctl.DefaultTimerSlack = t.prctl.TimerSlack
 	child.sched = forkSched(t.Sched())

@@ -62,9 +62,14 @@ func (t *Task) doSyscall() {
 }
 
 // callSyscall runs system call nr with the arguments in the registers and
-// puts its result in rax, noting a restart code for signal delivery.
+// puts its result in rax, noting a restart code for signal delivery. The
+// task's seccomp filters judge the call first (after a tracer's entry
+// stop, as Linux's do, so that they see what the tracer changed).
 func (t *Task) callSyscall(nr uintptr) {
 	t.args = t.regs.Args()
+	if t.sc.mode.Load() != unix.SECCOMP_MODE_DISABLED && !t.seccompAllows(nr) {
+		return
+	}
 	ret, err := t.k.Syscalls.Call(t, nr, &t.args)
 	switch {
 	case err == nil:

@@ -63,7 +63,7 @@ func status(t *kernel.Task, thread bool) ([]byte, error) {
 		len(t.ThreadGroup().Tasks()), t.Limits().Get(unix.RLIMIT_SIGPENDING).Cur, 0, 0, t.SigMask(), ign, cgt)
 	fmt.Fprintf(&b, "CapInh:\t%016x\nCapPrm:\t%016x\nCapEff:\t%016x\nCapBnd:\t%016x\nCapAmb:\t%016x\n",
 		capInh, capPrm, capEff, capBnd, 0)
-	fmt.Fprintf(&b, "NoNewPrivs:\t%d\nSeccomp:\t0\nSeccomp_filters:\t0\n", noNewPrivs)
+	fmt.Fprintf(&b, "NoNewPrivs:\t%d\nSeccomp:\t%d\nSeccomp_filters:\t%d\n", noNewPrivs, t.SeccompMode(), t.SeccompFilters())
 	fmt.Fprintf(&b, "voluntary_ctxt_switches:\t0\nnonvoluntary_ctxt_switches:\t0\n")
 	return []byte(b.String()), nil
 }
