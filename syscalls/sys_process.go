@@ -138,7 +138,19 @@ func Prctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		if a[1] > unix.CAP_LAST_CAP {
 			return 0, unix.EINVAL
 		}
-		return 1, nil
+		c := t.Creds()
+		c.Lock()
+		held := c.CapBounding>>a[1]&1 != 0
+		c.Unlock()
+		if held {
+			return 1, nil
+		}
+		return 0, nil
+	case unix.PR_CAP_AMBIENT:
+		if a[3] != 0 || a[4] != 0 {
+			return 0, unix.EINVAL
+		}
+		return t.Creds().AmbientCap(uint64(a[1]), uint64(a[2]))
 	case unix.PR_SET_TIMERSLACK:
 		p.TimerSlack = a[1]
 		if p.TimerSlack == 0 {

@@ -47,7 +47,8 @@ func initSpec(p *specs.Process) (kernel.InitSpec, error) {
 			names []string
 			mask  *uint64
 		}{{"effective", c.Effective, &s.CapEffective}, {"permitted", c.Permitted, &s.CapPermitted},
-			{"inheritable", c.Inheritable, &s.CapInheritable}, {"bounding", c.Bounding, &s.CapBounding}} {
+			{"inheritable", c.Inheritable, &s.CapInheritable}, {"bounding", c.Bounding, &s.CapBounding},
+			{"ambient", c.Ambient, &s.CapAmbient}} {
 			if *set.mask, err = capMask(set.name, set.names); err != nil {
 				return s, err
 			}

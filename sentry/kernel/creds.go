@@ -11,7 +11,9 @@ type Credentials struct {
 	CapEffective, CapPermitted uint64
 	CapInheritable             uint64
 	CapBounding                uint64
-	keepCaps                   bool // PR_SET_KEEPCAPS
+	// CapAmbient is always within CapPermitted and CapInheritable.
+	CapAmbient uint64
+	keepCaps   bool // PR_SET_KEEPCAPS
 }
 
 // NewCredentials returns credentials for uid and gid, with the capabilities
@@ -42,5 +44,5 @@ func (c *Credentials) Fork() *Credentials {
 	return &Credentials{UID: c.UID, EUID: c.EUID, SUID: c.SUID, FSUID: c.FSUID, GID: c.GID, EGID: c.EGID,
 		SGID: c.SGID, FSGID: c.FSGID, Groups: append([]uint32(nil), c.Groups...), CapEffective: c.CapEffective,
 		CapPermitted: c.CapPermitted, CapInheritable: c.CapInheritable, CapBounding: c.CapBounding,
-		keepCaps: c.keepCaps}
+		CapAmbient: c.CapAmbient, keepCaps: c.keepCaps}
 }

@@ -86,8 +86,13 @@ func (c *Credentials) SetREGID(r, e uint32) error {
 // fixCaps applies capabilities(7)'s rules for uid changes.
 func (c *Credentials) fixCaps(oldR, oldE, oldS uint32) {
 	wasRoot := oldR == 0 || oldE == 0 || oldS == 0
-	if wasRoot && c.UID != 0 && c.EUID != 0 && c.SUID != 0 && !c.keepCaps {
-		c.CapPermitted, c.CapEffective = 0, 0
+	if wasRoot && c.UID != 0 && c.EUID != 0 && c.SUID != 0 {
+		if !c.keepCaps {
+			c.CapPermitted, c.CapEffective = 0, 0
+		}
+		// Even with keepcaps: a program that drops root and then
+		// execs expects to run without capabilities.
+		c.CapAmbient = 0
 	}
 	if oldE == 0 && c.EUID != 0 {
 		c.CapEffective = 0
@@ -201,7 +206,44 @@ func (c *Credentials) SetCaps(eff, prm, inh uint64) error {
 		return unix.EPERM
 	}
 	c.CapEffective, c.CapPermitted, c.CapInheritable = eff, prm, inh
+	c.CapAmbient &= prm & inh
 	return nil
+}
+
+// AmbientCap implements prctl(PR_CAP_AMBIENT, op, capability): IS_SET
+// answers 0 or 1; RAISE needs the capability permitted and inheritable.
+// CLEAR_ALL takes no capability (the caller checks the other arguments).
+func (c *Credentials) AmbientCap(op, capability uint64) (uintptr, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if op == unix.PR_CAP_AMBIENT_CLEAR_ALL {
+		if capability != 0 {
+			return 0, unix.EINVAL
+		}
+		c.CapAmbient = 0
+		return 0, nil
+	}
+	if capability > unix.CAP_LAST_CAP {
+		return 0, unix.EINVAL
+	}
+	bit := uint64(1) << capability
+	switch op {
+	case unix.PR_CAP_AMBIENT_IS_SET:
+		if c.CapAmbient&bit != 0 {
+			return 1, nil
+		}
+		return 0, nil
+	case unix.PR_CAP_AMBIENT_RAISE:
+		if c.CapPermitted&c.CapInheritable&bit == 0 {
+			return 0, unix.EPERM
+		}
+		c.CapAmbient |= bit
+	case unix.PR_CAP_AMBIENT_LOWER:
+		c.CapAmbient &^= bit
+	default:
+		return 0, unix.EINVAL
+	}
+	return 0, nil
 }
 
 // SetKeepCaps records PR_SET_KEEPCAPS.

@@ -30,7 +30,10 @@ type InitSpec struct {
 	// Capability sets (bit masks) the process starts with, and whether it
 	// may gain privileges (no_new_privs).
 	CapEffective, CapPermitted, CapInheritable, CapBounding uint64
-	NoNewPrivs                                              bool
+	// CapAmbient is kept within CapPermitted and CapInheritable, as
+	// prctl(PR_CAP_AMBIENT_RAISE) keeps it.
+	CapAmbient uint64
+	NoNewPrivs bool
 	// Seccomp, if set, is the filter the process starts under
 	// (linux.seccomp), checked by seccomp.Check.
 	Seccomp []seccomp.Insn
@@ -83,6 +86,7 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 	creds := NewCredentials(s.UID, s.GID, s.Groups)
 	creds.CapEffective, creds.CapPermitted, creds.CapInheritable = s.CapEffective, s.CapPermitted, s.CapInheritable
 	creds.CapBounding = s.CapBounding
+	creds.CapAmbient = s.CapAmbient & s.CapPermitted & s.CapInheritable
 	res := vfs.Resolver{Root: root, Start: cwd}
 
 	name, err := k.findExecutable(res, s.Argv[0], s.Env)

@@ -28,7 +28,7 @@ func status(t *kernel.Task, thread bool) ([]byte, error) {
 	if len(c.Groups) == 0 {
 		groups.WriteString(" ")
 	}
-	capInh, capPrm, capEff, capBnd := c.CapInheritable, c.CapPermitted, c.CapEffective, c.CapBounding
+	capInh, capPrm, capEff, capBnd, capAmb := c.CapInheritable, c.CapPermitted, c.CapEffective, c.CapBounding, c.CapAmbient
 	c.Unlock()
 	u := t.MM().Usage()
 	rss := t.MM().ResidentBytes()
@@ -62,7 +62,7 @@ func status(t *kernel.Task, thread bool) ([]byte, error) {
 	fmt.Fprintf(&b, "Threads:\t%d\nSigQ:\t0/%d\nSigPnd:\t%016x\nShdPnd:\t%016x\nSigBlk:\t%016x\nSigIgn:\t%016x\nSigCgt:\t%016x\n",
 		len(t.ThreadGroup().Tasks()), t.Limits().Get(unix.RLIMIT_SIGPENDING).Cur, 0, 0, t.SigMask(), ign, cgt)
 	fmt.Fprintf(&b, "CapInh:\t%016x\nCapPrm:\t%016x\nCapEff:\t%016x\nCapBnd:\t%016x\nCapAmb:\t%016x\n",
-		capInh, capPrm, capEff, capBnd, 0)
+		capInh, capPrm, capEff, capBnd, capAmb)
 	fmt.Fprintf(&b, "NoNewPrivs:\t%d\nSeccomp:\t%d\nSeccomp_filters:\t%d\n", noNewPrivs, t.SeccompMode(), t.SeccompFilters())
 	fmt.Fprintf(&b, "voluntary_ctxt_switches:\t0\nnonvoluntary_ctxt_switches:\t0\n")
 	return []byte(b.String()), nil
