@@ -3,6 +3,8 @@
 #   make demo     run a real program inside a moat sandbox (installs what it needs)
 #   make unit     every package's unit tests; as any user, no root, no installs
 #   make race     the same under the race detector
+#   make test-kvm the integration tests and the conformance suite on --platform=kvm
+#                 (part of make test; skipped where /dev/kvm is missing)
 #   make race-integration
 #                 the integration tests on a race-enabled moat (as root)
 #   make test     everything CI runs: formatting, vet, unit, race, conformance
@@ -83,7 +85,8 @@ race:
 
 # The sandbox tests go one package at a time: conformance and integration
 # each keep the two CPUs of a CI machine busy, and run together each would
-# time the other's load.
+# time the other's load. They run on each platform: systrap, then kvm
+# (test-kvm).
 test: deps build
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
@@ -91,7 +94,23 @@ test: deps build
 	$(MAKE) --no-print-directory unit race
 	MOAT_BINARY=$(abspath $(BIN)/moat) $(GO) test -count=1 -timeout 20m $(MODULE)/integration
 	MOAT_BINARY=$(abspath $(BIN)/moat) $(GO) test -count=1 -timeout 20m -run '$(SUITE_TESTS)' $(MODULE)/conformance
+	$(MAKE) --no-print-directory test-kvm
 	$(MAKE) --no-print-directory engines
+
+# test-kvm runs the integration tests and the conformance suite's run in
+# moat on --platform=kvm ($MOAT_FLAGS reaches every moat command of both;
+# the native and runc runs of the suite do not change with it), and
+# skips them, saying why, where this machine has no /dev/kvm. Left out on
+# kvm until it passes there: TestFuzzFindings, whose process ticked by a
+# 200 us timer while it vforks sometimes never finishes on kvm (a signal
+# costs most of a tick there: docs/architecture.md).
+KVM_SKIP := ^TestFuzzFindings$$
+.PHONY: test-kvm
+test-kvm: build
+	@if [ ! -c /dev/kvm ]; then echo "test-kvm: skipped: no /dev/kvm here, so moat's kvm platform cannot run"; exit 0; fi; \
+	set -ex; \
+	MOAT_FLAGS=--platform=kvm MOAT_BINARY=$(abspath $(BIN)/moat) $(GO) test -count=1 -timeout 20m -skip '$(KVM_SKIP)' $(MODULE)/integration; \
+	MOAT_FLAGS=--platform=kvm MOAT_BINARY=$(abspath $(BIN)/moat) $(GO) test -count=1 -timeout 20m -run '^TestSuiteMoat$$' $(MODULE)/conformance
 
 # engines runs moat (and runc, the reference) under podman, Docker and
 # containerd, which its tests install from Debian's packages on first use
