@@ -179,7 +179,7 @@ var table = [...]Entry{
 	132: full("utime", Utime),
 	133: partial("mknod", Mknod, noteMknod),
 	134: byDesign("uselib", unix.ENOSYS, "a.out shared libraries: Linux built without CONFIG_USELIB answers ENOSYS"),
-	135: notYet("personality", areaProcAttr),
+	135: partial("personality", Personality, "kept and inherited as Linux keeps it; of its flags only ADDR_NO_RANDOMIZE acts (an exec lays the program out with no random offsets)"),
 	136: notYet("ustat", "legacy file system queries, issue #14"),
 	137: partial("statfs", Statfs, noteStatfs),
 	138: partial("fstatfs", Fstatfs, noteStatfs),

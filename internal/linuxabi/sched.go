@@ -12,3 +12,10 @@ const (
 	IOPRIO_WHO_PGRP    = 2
 	IOPRIO_WHO_USER    = 3
 )
+
+// Personality flags (personality(2)): include/uapi/linux/personality.h.
+const (
+	ADDR_NO_RANDOMIZE = 0x0040000
+	// PER_QUERY is the persona that asks without setting.
+	PER_QUERY = 0xffffffff
+)

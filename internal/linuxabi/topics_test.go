@@ -17,7 +17,7 @@ import (
 var topicFiles = []string{"sched.go", "ipc.go", "ptrace.go"}
 
 // topicHeaders are the headers that define their constants.
-var topicHeaders = []string{"limits.h", "linux/ioprio.h", "linux/ipc.h", "linux/shm.h", "linux/sem.h", "linux/msg.h", "asm-generic/siginfo.h", "stddef.h", "sys/user.h"}
+var topicHeaders = []string{"limits.h", "linux/ioprio.h", "linux/ipc.h", "linux/shm.h", "linux/sem.h", "linux/msg.h", "asm-generic/siginfo.h", "stddef.h", "sys/user.h", "linux/personality.h"}
 
 var fromTopicHeaders = []struct {
 	c    string
@@ -27,6 +27,7 @@ var fromTopicHeaders = []struct {
 	{"IOPRIO_CLASS_RT", IOPRIO_CLASS_RT}, {"IOPRIO_CLASS_BE", IOPRIO_CLASS_BE},
 	{"IOPRIO_CLASS_IDLE", IOPRIO_CLASS_IDLE}, {"IOPRIO_WHO_PROCESS", IOPRIO_WHO_PROCESS},
 	{"IOPRIO_WHO_PGRP", IOPRIO_WHO_PGRP}, {"IOPRIO_WHO_USER", IOPRIO_WHO_USER},
+	{"ADDR_NO_RANDOMIZE", ADDR_NO_RANDOMIZE},
 	{"IPC_INFO", IPC_INFO}, {"SHM_HUGETLB", SHM_HUGETLB}, {"SHM_REMAP", SHM_REMAP}, {"SHM_EXEC", SHM_EXEC},
 	{"SHM_LOCK", SHM_LOCK}, {"SHM_UNLOCK", SHM_UNLOCK}, {"SHM_STAT", SHM_STAT}, {"SHM_INFO", SHM_INFO},
 	{"SHM_STAT_ANY", SHM_STAT_ANY}, {"SEM_UNDO", SEM_UNDO}, {"GETPID", GETPID}, {"GETVAL", GETVAL},

@@ -56,6 +56,9 @@ type ExecTarget struct {
 	// PathInaccessible: the program was named through a close-on-exec fd,
 	// so its /dev/fd name will be gone: a script cannot run.
 	PathInaccessible bool
+	// NoRandomize lays the program out without random offsets
+	// (personality's ADDR_NO_RANDOMIZE), as gdb runs what it debugs.
+	NoRandomize bool
 }
 
 // openExec resolves name for execution and opens it: it must be a regular
@@ -160,7 +163,7 @@ func (k *Kernel) loadProgram(target ExecTarget, creds *Credentials, argv, envv [
 			name, filename, res = interpName(words[0]), words[0], target.Cwd
 			continue
 		}
-		img, err := k.loadELF(res, target.Cwd, creds, f, execfn, argv, envv)
+		img, err := k.loadELF(res, target.Cwd, creds, f, execfn, argv, envv, target.NoRandomize)
 		f.close()
 		return img, err
 	}
@@ -242,7 +245,12 @@ func interpName(name string) string {
 
 // loadELF loads an ELF executable into a new memory manager. Its
 // interpreter is looked up from cwd, as Linux opens PT_INTERP's name.
-func (k *Kernel) loadELF(res, cwd vfs.Resolver, creds *Credentials, f execFile, name string, argv, envv []string) (*image, error) {
+func (k *Kernel) loadELF(res, cwd vfs.Resolver, creds *Credentials, f execFile, name string, argv, envv []string,
+	noRandomize bool) (*image, error) {
+	randomPages := randomPages
+	if noRandomize {
+		randomPages = func(uint64) uintptr { return 0 }
+	}
 	m := mm.New(k.MemFile, nil, k.Platform.MaxUserAddress())
 	ok := false
 	defer func() {

@@ -13,6 +13,7 @@ import (
 // task starts the new program.
 func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 	k, tg := t.k, t.tg
+	target.NoRandomize = t.Prctl().Personality&linuxabi.ADDR_NO_RANDOMIZE != 0
 	img, err := k.loadProgram(target, t.creds, argv, envv)
 	if err != nil {
 		return err

@@ -26,6 +26,10 @@ type Prctl struct {
 	// the creator's TimerSlack when the task was made.
 	DefaultTimerSlack uint64
 	THPDisable        bool
+	// Personality is personality(2)'s persona: fork copies it and exec
+	// keeps it (the sandbox has no set-user-ID exec, which would clear
+	// PER_CLEAR_ON_SETID); ADDR_NO_RANDOMIZE fixes an exec's layout.
+	Personality uint32
 }
 
 // Prctl returns the task's prctl flags.
