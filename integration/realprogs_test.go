@@ -67,6 +67,9 @@ func realChecks(t *testing.T, dir string) []realCheck {
 		{name: "python-setitimer", args: python(pythonSetitimer), stdout: "3 (0.0, 0.0)\nTrue\n"},
 		{name: "python-shared-memory", args: python(pythonSharedMemory), stdout: "42 0\n"},
 		{name: "python-getrusage", args: python(pythonGetrusage), stdout: "True True\nTrue True\n"},
+		// ptrace inside the sandbox (realscripts_trace_test.go).
+		{name: "strace-fork", args: bash(straceFork), stdout: straceForkOut},
+		{name: "gdb-backtrace", args: bash(gdbBacktrace), stdout: gdbBacktraceOut},
 		// Not a program but the harness: a container that never ends is
 		// killed at its timeout, `run` reports SIGKILL, and it is deleted
 		// leaving nothing (run checks that after every check).
