@@ -90,7 +90,7 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any), confine fu
 	if err != nil {
 		return nil, err
 	}
-	if err := setupNetwork(k, setup); err != nil {
+	if err := setupNetwork(k, setup, log); err != nil {
 		return nil, err
 	}
 	root, err := buildTree(setup, gofer.NewClient(goferFD), mf, k, log)

@@ -11,15 +11,22 @@ import (
 	"github.com/moat-sandbox/moat/sentry/net/netstack"
 )
 
-// setupNetwork gives the sandbox its network stack: loopback, the
+// setupNetwork gives the sandbox its network stack: its allowlist, if
+// the config has one, loopback, the
 // interfaces of the network namespace the config joins (their packet
 // sockets, which the CLI opened there, on control.NetFD onwards), and the
 // net.* sysctls of the config (net.ipv4.ping_group_range says who may
 // make ICMP echo sockets, as in a container).
-func setupNetwork(k *kernel.Kernel, setup *control.Setup) error {
+func setupNetwork(k *kernel.Kernel, setup *control.Setup, log func(string, ...any)) error {
 	st, err := netstack.New()
 	if err != nil {
 		return err
+	}
+	// The allowlist (dev.moat.net-allow): deny by default.
+	if v, ok := setup.Spec.Annotations[netstack.EgressAnnotation]; ok {
+		if st.Egress, err = netstack.ParseEgress(v, log); err != nil {
+			return err
+		}
 	}
 	if l := setup.Spec.Linux; l != nil {
 		sysctls := map[string]string{}

@@ -323,6 +323,9 @@ func (s *sock) Connect(t *kernel.Task, addr []byte, nonblock bool) error {
 	if err != nil {
 		return err
 	}
+	if err := s.refuse(fa); err != nil {
+		return err
+	}
 	terr := s.ep.Connect(fa)
 	if _, started := terr.(*tcpip.ErrConnectStarted); !started {
 		return netstack.Error(terr)

@@ -111,10 +111,16 @@ func (s *sock) SendMsg(t *kernel.Task, src *vfs.IOSeq, m *socket.SendMessage) (i
 	nonblock := m.Flags&unix.MSG_DONTWAIT != 0 || t == nil
 	timeo := s.sndTimeout(nonblock)
 	r := &reader{src: src}
+	var payload tcpip.Payloader = r
+	if p, err := s.egressPayload(r, opts.To); err != nil {
+		return 0, err
+	} else if p != nil {
+		payload = p
+	}
 	total := src.Len()
 	done := 0
 	for {
-		n, terr := s.ep.Write(r, opts)
+		n, terr := s.ep.Write(payload, opts)
 		done += int(n)
 		if r.err != nil && done == 0 {
 			return 0, r.err
@@ -200,6 +206,11 @@ func (s *sock) RecvMsg(t *kernel.Task, dst *vfs.IOSeq, m *socket.RecvMessage) (i
 		if stream && m.Flags&unix.MSG_TRUNC != 0 {
 			w = discard{}
 		}
+		var dns *capture
+		if !stream && s.st.Egress != nil && s.proto == unix.IPPROTO_UDP {
+			dns = &capture{w: w}
+			w = dns
+		}
 		res, terr := s.ep.Read(&tcpip.LimitedWriter{W: w, N: int64(size - copied)},
 			tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: !stream})
 		if terr == nil {
@@ -209,6 +220,7 @@ func (s *sock) RecvMsg(t *kernel.Task, dst *vfs.IOSeq, m *socket.RecvMessage) (i
 			}
 			copied += res.Count
 			if !stream {
+				s.learn(res.RemoteAddr, dns)
 				m.From = s.formatAddr(res.RemoteAddr)
 				s.recvControl(res.ControlMessages, m)
 				if res.Total > res.Count {

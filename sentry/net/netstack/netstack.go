@@ -37,6 +37,9 @@ var (
 // Stack is one sandbox's network stack.
 type Stack struct {
 	S *stack.Stack
+	// Egress, when set before the sandbox starts, is the only way out
+	// (egress.go); nil lets everything through.
+	Egress *Egress
 
 	mu sync.Mutex
 	// sysctls are the net.* values the sandbox's config set
