@@ -113,6 +113,16 @@ func runCases(t *testing.T, clientOf func(runtimeUnderTest) client) {
 				"--security-opt", "seccomp="+profile, image, "echo", "ok")
 		}, "ok\n"},
 		{"detached life", detachedLife, "started\n|in\n3|paused|running|137|removed"},
+		{"stop reaches a SIGTERM handler", func(p client) string {
+			name := "moat-engines-term-" + p.rt.name
+			p.cmd("rm", "-f", "-t", "0", name)
+			p.ok("run", "-d", "--name", name, image, "sh", "-c",
+				`trap "echo got TERM; exit 7" TERM; echo ready; while true; do sleep 0.1; done`)
+			defer p.cmd("rm", "-f", "-t", "0", name)
+			waitFor(p.t, func() bool { return p.cmd("logs", name).stdout == "ready\n" })
+			p.ok("stop", "-t", "20", name)
+			return p.ok("logs", name) + strings.TrimSpace(p.ok("inspect", "-f", "{{.State.ExitCode}}", name))
+		}, "ready\ngot TERM\n7"},
 		{"exec -it", func(p client) string {
 			name := "moat-engines-it-" + p.rt.name
 			p.cmd("rm", "-f", "-t", "0", name)
