@@ -19,6 +19,7 @@ import (
 	"github.com/moat-sandbox/moat/internal/confine"
 	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/internal/state"
+	"github.com/moat-sandbox/moat/platform/kvm"
 	"github.com/moat-sandbox/moat/sentry/boot"
 	"golang.org/x/sys/unix"
 )
@@ -130,9 +131,9 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	}
 	if g.platform == control.PlatformKVM {
 		// Nor this: /dev/kvm is root's.
-		dev, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+		dev, err := os.OpenFile(kvm.Device, os.O_RDWR, 0)
 		if err != nil {
-			return nil, fmt.Errorf("--platform kvm: %w", err)
+			return nil, kvm.Unusable(fmt.Errorf("kvm: %w", err))
 		}
 		defer dev.Close()
 		sentryFDs[control.BootKVMFD] = dev

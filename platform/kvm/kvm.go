@@ -65,11 +65,15 @@ const fallback = "; use --platform=systrap, which needs no KVM"
 // Its error is one line that says what to use instead.
 func New(memFD int) (*Platform, error) { return newOn(Device, memFD) }
 
+// Unusable is err, a reason the platform cannot run on this host, made the
+// one line New's errors are: it says what to use instead.
+func Unusable(err error) error { return fmt.Errorf("%w%s", err, fallback) }
+
 // newOn is New with the KVM device at path.
 func newOn(path string, memFD int) (*Platform, error) {
 	p, err := start(path, memFD)
 	if err != nil {
-		return nil, fmt.Errorf("%w%s", err, fallback)
+		return nil, Unusable(err)
 	}
 	return p, nil
 }
