@@ -51,6 +51,18 @@ func moatBinary(t *testing.T) string {
 // (e.g. --platform=kvm): make test runs the tests once on each platform.
 func moatFlags() []string { return strings.Fields(os.Getenv("MOAT_FLAGS")) }
 
+// onKVM reports whether $MOAT_FLAGS put moat on its KVM platform, where
+// guest code runs in the sentry's own threads (no stub processes).
+func onKVM() bool {
+	f := moatFlags()
+	for i, a := range f {
+		if a == "--platform=kvm" || a == "--platform" && i+1 < len(f) && f[i+1] == "kvm" {
+			return true
+		}
+	}
+	return false
+}
+
 type buildError struct {
 	err error
 	out string
