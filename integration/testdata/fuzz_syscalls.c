@@ -32,7 +32,7 @@
  *
  * What is left out is only what would stop a worker from going on without
  * a bug: exit, execve, rt_sigreturn, pause and rt_sigsuspend, seccomp,
- * reboot, and uretprobe, which kills any caller outside a uretprobe
+ * reboot, PTRACE_TRACEME (a tracer that never answers), and uretprobe, which kills any caller outside a uretprobe
  * trampoline with SIGILL. fork, vfork, clone and clone3 are made, and the
  * child exits at once without touching memory (a CLONE_VM child gets a
  * stack of its own). Calls that change memory are kept to a region of their
@@ -58,6 +58,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -468,6 +470,13 @@ static int fix_args(struct gen *g, long nr, u64 *a)
 		 * moment. Keep it to what the machine can hold. */
 		a[3] &= (256UL << 20) - 1;
 		return 1;
+	case SYS_shmget:
+		/* moat backs every page of a segment when it is attached (and
+		 * dumps a core of each mapped page), in time that grows with
+		 * the segment: a terabyte takes it minutes. Keep segments to
+		 * 256 MiB until attaching maps lazily. */
+		a[1] &= (256UL << 20) - 1;
+		return 1;
 	case SYS_shmat:
 		a[1] = below(g, 2) ? 0 : maddr(g);
 		return 1;
@@ -491,6 +500,11 @@ static int fix_args(struct gen *g, long nr, u64 *a)
 		a[0] = below(g, 4) ? (u64)self : sig_pid(g), a[1] = sig_tid(g);
 		return 1;
 	case SYS_ptrace:
+		/* PTRACE_TRACEME makes the parent (init, or the worker for its
+		 * vfork child) a tracer that never answers: its tracee waits
+		 * in a ptrace-stop for good, as on Linux. */
+		if ((long)a[0] == PTRACE_TRACEME)
+			return 0;
 		a[1] = own_pid(g);
 		return 1;
 	case SYS_prlimit64:
@@ -831,6 +845,11 @@ int main(int argc, char **argv)
 			signal(s, SIG_IGN);
 	struct sigaction sa = {.sa_handler = on_watchdog};
 	sigaction(SIGALRM, &sa, 0);
+	/* No core dumps (RLIMIT_CORE 0 for good: the workers hold no
+	 * CAP_SYS_RESOURCE): a core of a worker's sparse terabyte mappings
+	 * takes the sentry seconds to write, which signal/core checks apart. */
+	struct rlimit nocore = {0, 0};
+	setrlimit(RLIMIT_CORE, &nocore);
 
 	u64 done = 0, k = 0, workers = 0, exits = 0, watchdog = 0, hung = 0, stopped = 0;
 	u64 bysig[65] = {0};
@@ -879,8 +898,21 @@ int main(int argc, char **argv)
 			alarmed = 0;
 			if (!killed)
 				alarm((unsigned)left + 1);
-			pid_t got = waitpid(pid, &status, WUNTRACED);
+			/* Any child, clones too: a worker's thread that made init
+			 * its tracer (PTRACE_TRACEME) stays a zombie until init
+			 * reaps it, and its process's end is not reported before
+			 * (Linux's delay_group_leader). */
+			int wstatus;
+			pid_t got = waitpid(-1, &wstatus, WUNTRACED | __WALL);
 			alarm(0);
+			if (got > 0 && got != pid) {
+				/* A tracee of init that stopped: let it go on. */
+				if (WIFSTOPPED(wstatus) && ptrace(PTRACE_DETACH, got, 0, 0) < 0)
+					kill(got, SIGKILL);
+				continue;
+			}
+			if (got == pid)
+				status = wstatus;
 			if (got == pid && WIFSTOPPED(status)) {
 				/* It stopped itself (SIGSTOP, SIGTSTP, SIGTTOU...). */
 				stopped++;

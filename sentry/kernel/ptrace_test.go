@@ -521,3 +521,44 @@ func TestSingleStepTrapsAfterEachInstructionWithTheTrapFlagHidden(t *testing.T) 
 		waitExit(t, g, pid, 0)
 	})
 }
+
+// TestAThreadThatMadeTheParentItsTracerIsReapedApartFromItsProcess: a
+// non-leader thread that asked the parent to trace it ends as a zombie of
+// its own; the parent's wait reports and reaps it by its thread id, then
+// reports the process's end by the process's id (Linux's delay_group_leader).
+func TestAThreadThatMadeTheParentItsTracerIsReapedApartFromItsProcess(t *testing.T) {
+	runInit(t, newSandbox(t), func(g *fake.Guest) {
+		toChild, fromParent := pipe(t, g)
+		child := fork(t, g, func(g *fake.Guest) {
+			traced, done := pipe(t, g)
+			if _, _, errno := g.Thread(func(g *fake.Guest) {
+				if _, errno := ptrace(g, unix.PTRACE_TRACEME, 0, 0, 0); errno != 0 {
+					t.Errorf("PTRACE_TRACEME from a thread: %v", errno)
+				}
+				send(t, g, done, 0)
+				pause(g)
+			}); errno != 0 {
+				t.Errorf("thread: %v", errno)
+			}
+			recv(t, g, traced)
+			recv(t, g, toChild)
+			exitGroup(g, 6)
+		})
+		send(t, g, fromParent, 0)
+		var ended []int
+		for len(ended) < 2 {
+			got, status, errno := g.Wait(-1, unix.WALL)
+			if errno != 0 {
+				t.Errorf("wait4(-1, __WALL) after %v: %v", ended, errno)
+				return
+			}
+			if !status.Exited() || status.ExitStatus() != 6 {
+				t.Errorf("wait4: pid %d status %#x, want an exit with 6", got, uint32(status))
+			}
+			ended = append(ended, got)
+		}
+		if ended[0] == child || ended[1] != child {
+			t.Errorf("reported in the order %v, want the thread's, then the process's %d", ended, child)
+		}
+	})
+}

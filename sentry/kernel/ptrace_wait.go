@@ -130,7 +130,10 @@ func (t *Task) tracedExitStatusLocked() ExitStatus {
 }
 
 // reapTracedLocked is the tracer's wait reaping t's end (treeMu held).
-// A tracer of the parent's own process reaps the process's end with it.
+// A tracer of the parent's own process reaps the process's end with it
+// when t is its leader, whose one report is the process's; a thread that
+// held the end lets it go to the parent's next wait, as Linux reports a
+// leader once its other threads are reaped (delay_group_leader).
 func (t *Task) reapTracedLocked() {
 	tracer := t.pt.tracer
 	delete(tracer.pt.tracees, t)
@@ -141,7 +144,7 @@ func (t *Task) reapTracedLocked() {
 	t.pt.flags.Store(0)
 	tg.pt.traced--
 	tg.mu.Unlock()
-	if process && tracer.tg == tg.parent {
+	if process && tracer.tg == tg.parent && t.tid == tg.pid {
 		t.pt.exited = false
 		delete(t.k.ptraceZombies, t.tid)
 		tg.pt.zombie = nil
