@@ -300,8 +300,10 @@ func TestGuestTime(t *testing.T) {
 	if err != nil || ev.Kind != platform.EventSyscall {
 		t.Fatalf("event %+v err %v, want getpid", ev, err)
 	}
-	// The TSC's rate is a first estimate for a second after New.
-	slack := wall / 100
+	// The TSC's rate is a first estimate for a second after New, and the
+	// clock reads that bound the Switch are not the stub's: a loaded host
+	// puts a few per cent between them.
+	slack := wall / 20
 	if ev.GuestTime < wall/2 || ev.GuestTime > wall+slack {
 		t.Errorf("guest time %v for a Switch of %v spent computing", ev.GuestTime, wall)
 	}

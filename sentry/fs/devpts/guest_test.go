@@ -465,7 +465,11 @@ func TestBackgroundProcessesAreStoppedByJobControl(t *testing.T) {
 func TestTIOCSPGRPMovesTheForegroundWithinTheSessionOnly(t *testing.T) {
 	run(t, func(g *fake.Guest) {
 		other := fork(t, g, func(g *fake.Guest) { g.Call(unix.SYS_PAUSE) })
+		// The session's leader moves the foreground only after the
+		// outsider below has seen it where setsid left it.
+		asked, askedW := pipe2(t, g)
 		inSession(t, g, func(g *fake.Guest, r uintptr) {
+			read(g, asked, 1)
 			me := getpid(g)
 			rd, wr := pipe2(t, g)
 			member := fork(t, g, func(g *fake.Guest) {
@@ -501,6 +505,7 @@ func TestTIOCSPGRPMovesTheForegroundWithinTheSessionOnly(t *testing.T) {
 			if _, errno := ioctlInt(g, m, unix.TIOCSPGRP, int32(child)); errno != unix.ENOTTY {
 				t.Errorf("TIOCSPGRP through the master by an outsider: %v, want ENOTTY", errno)
 			}
+			write(t, g, askedW, "x")
 		})
 		g.Call(unix.SYS_KILL, uintptr(other), uintptr(unix.SIGKILL))
 		g.Wait(other, 0)

@@ -24,19 +24,28 @@ func wire(t *testing.T, a, b []Link, ra, rb []Route) (*Stack, *Stack) {
 		t.Fatal(err)
 	}
 	a[0].FD, b[0].FD = fds[0], fds[1]
+	t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
 	var out []*Stack
+	// Both stacks stop before either end closes: a link reader whose peer
+	// has closed reads end-of-file without blocking, so it would never
+	// look at its stop signal and Wait would not return.
+	t.Cleanup(func() {
+		for _, st := range out {
+			st.S.Close()
+		}
+		for _, st := range out {
+			st.S.Wait()
+		}
+	})
 	for i, side := range [][]Link{a, b} {
 		st, err := New()
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Closed before the fds: the stack's readers use them until then.
-		t.Cleanup(func() { unix.Close(fds[i]) })
-		t.Cleanup(func() { st.S.Close(); st.S.Wait() })
+		out = append(out, st)
 		if err := st.AddLinks(side, [][]Route{ra, rb}[i]); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, st)
 	}
 	return out[0], out[1]
 }
