@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,36 +14,8 @@ import (
 	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
-var (
-	buildOnce sync.Once
-	builtPath string
-	buildErr  error
-)
-
-// moatBinary returns the moat binary under test.
-func moatBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("MOAT_BINARY"); p != "" {
-		return p
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "moat-integration-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtPath = filepath.Join(dir, "moat")
-		cmd := exec.Command("go", "build", "-o", builtPath, "github.com/moat-sandbox/moat/cmd/moat")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = &buildError{err, string(out)}
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build moat: %v", buildErr)
-	}
-	return builtPath
-}
+// moatBinary is the moat under test.
+var moatBinary = ocirun.MoatBinary
 
 // moatFlags are global flags for every moat command, from $MOAT_FLAGS
 // (e.g. --platform=kvm): make test runs the tests once on each platform.
@@ -62,13 +32,6 @@ func onKVM() bool {
 	}
 	return false
 }
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
 // busybox is Debian's static busybox, which test bundles are made of.
 const busybox = "/usr/bin/busybox"

@@ -85,46 +85,49 @@ func Splice(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		}
 		return retErr(pipeToPipe(t, ipipe, opipe, int(length), nonblock || nonblocking(in) || nonblocking(out), false))
 	case inIsPipe:
-		if offOutAddr != 0 && !seekable(out) {
-			return 0, unix.EINVAL
-		}
 		if out.Flags()&unix.O_APPEND != 0 {
 			return 0, unix.EINVAL
 		}
-		if offOutAddr != 0 && offOut < 0 {
-			return 0, unix.EINVAL
-		}
-		var at *int64
-		if offOutAddr != 0 {
-			at = &offOut
+		at, err := spliceOffset(out, offOutAddr, &offOut)
+		if err != nil {
+			return 0, err
 		}
 		n, err := pipeToFile(t, ipipe, out, at, int(length), nonblock || nonblocking(in))
-		if n > 0 && offOutAddr != 0 {
-			if err := copyOutU64(t, offOutAddr, uint64(offOut)); err != nil {
-				return 0, err
-			}
-		}
-		return retErr(uintptr(n), err)
+		return spliceDone(t, n, err, offOutAddr, at)
 	case outIsPipe:
-		if offInAddr != 0 && !seekable(in) {
-			return 0, unix.EINVAL
-		}
-		if offInAddr != 0 && offIn < 0 {
-			return 0, unix.EINVAL
-		}
-		var at *int64
-		if offInAddr != 0 {
-			at = &offIn
+		at, err := spliceOffset(in, offInAddr, &offIn)
+		if err != nil {
+			return 0, err
 		}
 		n, err := fileToPipe(t, in, at, opipe, int(length), nonblock || nonblocking(out))
-		if n > 0 && offInAddr != 0 {
-			if err := copyOutU64(t, offInAddr, uint64(offIn)); err != nil {
-				return 0, err
-			}
-		}
-		return retErr(uintptr(n), err)
+		return spliceDone(t, n, err, offInAddr, at)
 	}
 	return 0, unix.EINVAL
+}
+
+// spliceOffset is the offset splice moves through the end that is not a
+// pipe: nil (the file's own) when the caller gave none, else off, read
+// from the caller, which needs a file with offsets and must not be
+// negative (EINVAL, as for O_APPEND: Linux's checks give one errno).
+func spliceOffset(f *vfs.File, addr uintptr, off *int64) (*int64, error) {
+	if addr == 0 {
+		return nil, nil
+	}
+	if !seekable(f) || *off < 0 {
+		return nil, unix.EINVAL
+	}
+	return off, nil
+}
+
+// spliceDone ends a splice of n bytes: the offset the caller gave moves
+// on with the bytes moved.
+func spliceDone(t *kernel.Task, n int, err error, addr uintptr, at *int64) (uintptr, error) {
+	if n > 0 && at != nil {
+		if err := copyOutU64(t, addr, uint64(*at)); err != nil {
+			return 0, err
+		}
+	}
+	return retErr(uintptr(n), err)
 }
 
 func seekable(f *vfs.File) bool {

@@ -11,42 +11,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
 // commandTimeout bounds one engine command: a hang fails the case, not
 // the suite.
 const commandTimeout = 90 * time.Second
 
-var (
-	buildOnce sync.Once
-	builtPath string
-	buildErr  error
-)
-
-// moatBinary is the moat under test: $MOAT_BINARY, or one built once.
-func moatBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("MOAT_BINARY"); p != "" {
-		return p
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "moat-engines-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtPath = filepath.Join(dir, "moat")
-		cmd := exec.Command("go", "build", "-o", builtPath, "github.com/moat-sandbox/moat/cmd/moat")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("%v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build moat: %v", buildErr)
-	}
-	return builtPath
-}
+// moatBinary is the moat under test.
+var moatBinary = ocirun.MoatBinary
 
 var (
 	installMu  sync.Mutex

@@ -205,12 +205,9 @@ func (ns *Namespace) MsgStat(c *Caller, id int32, cmd StatCmd) (MsgStat, error) 
 func (ns *Namespace) MsgSetPerm(c *Caller, id int32, set Setting, qbytes uint64) error {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	q, err := ns.msgs.find(id)
+	q, err := findOwned(&ns.msgs, c, id)
 	if err != nil {
 		return err
-	}
-	if !q.perm.owns(c) {
-		return unix.EPERM
 	}
 	if qbytes > uint64(ns.limits.MsgMNB) && !c.capable(unix.CAP_SYS_RESOURCE) {
 		return unix.EPERM
@@ -229,12 +226,9 @@ func (ns *Namespace) MsgSetPerm(c *Caller, id int32, set Setting, qbytes uint64)
 func (ns *Namespace) MsgRemove(c *Caller, id int32) error {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	q, err := ns.msgs.find(id)
+	q, err := findOwned(&ns.msgs, c, id)
 	if err != nil {
 		return err
-	}
-	if !q.perm.owns(c) {
-		return unix.EPERM
 	}
 	ns.msgs.remove(q)
 	q.dead = true

@@ -375,16 +375,13 @@ func (ns *Namespace) SemStat(c *Caller, id int32, cmd StatCmd) (SemStat, error) 
 	return s.statLocked(), nil
 }
 
-// SemSet answers IPC_SET.
+// SemSetPerm answers IPC_SET.
 func (ns *Namespace) SemSetPerm(c *Caller, id int32, set Setting) error {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	s, err := ns.sems.find(id)
+	s, err := findOwned(&ns.sems, c, id)
 	if err != nil {
 		return err
-	}
-	if !s.perm.owns(c) {
-		return unix.EPERM
 	}
 	if err := s.perm.set(set); err != nil {
 		return err
@@ -398,12 +395,9 @@ func (ns *Namespace) SemSetPerm(c *Caller, id int32, set Setting) error {
 func (ns *Namespace) SemRemove(c *Caller, id int32) error {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	s, err := ns.sems.find(id)
+	s, err := findOwned(&ns.sems, c, id)
 	if err != nil {
 		return err
-	}
-	if !s.perm.owns(c) {
-		return unix.EPERM
 	}
 	ns.sems.remove(s)
 	ns.semCount -= len(s.sems)

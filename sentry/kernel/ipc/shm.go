@@ -186,6 +186,19 @@ func findStat[T object](r *ids[T], c *Caller, id int32, cmd StatCmd) (T, error) 
 	return o, nil
 }
 
+// findOwned finds an object for IPC_SET or IPC_RMID, which only its owner
+// or creator, or a caller with CAP_SYS_ADMIN, may use (EPERM).
+func findOwned[T object](r *ids[T], c *Caller, id int32) (T, error) {
+	o, err := r.find(id)
+	if err != nil {
+		return o, err
+	}
+	if !o.perms().owns(c) {
+		return o, unix.EPERM
+	}
+	return o, nil
+}
+
 // ShmStat answers IPC_STAT, SHM_STAT and SHM_STAT_ANY.
 func (ns *Namespace) ShmStat(c *Caller, id int32, cmd StatCmd) (ShmStat, error) {
 	ns.mu.Lock()
@@ -207,12 +220,9 @@ func (s *Shm) statLocked() ShmStat {
 func (ns *Namespace) ShmSet(c *Caller, id int32, set Setting) error {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	s, err := ns.shms.find(id)
+	s, err := findOwned(&ns.shms, c, id)
 	if err != nil {
 		return err
-	}
-	if !s.perm.owns(c) {
-		return unix.EPERM
 	}
 	if err := s.perm.set(set); err != nil {
 		return err
@@ -227,12 +237,9 @@ func (ns *Namespace) ShmSet(c *Caller, id int32, set Setting) error {
 func (ns *Namespace) ShmRemove(c *Caller, id int32) error {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	s, err := ns.shms.find(id)
+	s, err := findOwned(&ns.shms, c, id)
 	if err != nil {
 		return err
-	}
-	if !s.perm.owns(c) {
-		return unix.EPERM
 	}
 	s.perm.Mode |= modeDest
 	s.perm.Key = unix.IPC_PRIVATE
