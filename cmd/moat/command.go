@@ -33,7 +33,7 @@ var commands = []*command{
 	specCommand, createCommand, startCommand, runCommand, stateCommand,
 	killCommand, deleteCommand, listCommand, execCommand, psCommand,
 	pauseCommand, resumeCommand, eventsCommand, updateCommand, featuresCommand,
-	checkpointCommand, restoreCommand,
+	checkpointCommand, restoreCommand, serveCommand,
 }
 
 func lookupCommand(name string) *command {

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/bundle"
+	"github.com/moat-sandbox/moat/internal/e2b"
+)
+
+var serveCommand = &command{
+	name:    "serve",
+	maxArgs: 0,
+	summary: "serve E2B's sandbox API, so that E2B's SDKs run on moat sandboxes",
+	detail: `
+A long-running server that speaks E2B's control-plane API (create, list and
+kill sandboxes, their timeouts) and the API of envd, the daemon E2B runs in
+each sandbox, which moat answers from outside the sandbox. Point an E2B SDK
+at it with E2B_API_URL=http://ADDR, E2B_SANDBOX_URL=http://ADDR and
+E2B_API_KEY=KEY (see docs/e2b.md). Each sandbox is a moat container made from
+a template's root file system, written to through an overlay kept in the
+sandbox. SIGINT or SIGTERM kill every sandbox and end the server; a server
+that died leaves sandboxes that the next one at the same --state removes.`,
+	setup: func(o *options) func(*globalOptions, []string) error {
+		var so serveOptions
+		o.String(&so.listen, "listen", "ADDR", "127.0.0.1:3000", "address to listen on (host:port)")
+		o.String(&so.apiKey, "api-key", "KEY", "", "the API key clients must send (X-API-Key); default $MOAT_API_KEY")
+		o.String(&so.state, "state", "DIR", "/run/moat-serve", "directory for the sandboxes' state")
+		o.Strings(&so.templates, "template", "NAME=ROOTFS", "a template: sandboxes of NAME run on the directory ROOTFS (at least base)")
+		o.String(&so.domain, "domain", "DOMAIN", "", "also route requests for Host <port>-<sandbox>.DOMAIN to the sandbox")
+		return func(g *globalOptions, _ []string) error { return serve(g, so) }
+	},
+}
+
+type serveOptions struct {
+	listen, apiKey, state, domain string
+	templates                     []string
+}
+
+func serve(g *globalOptions, so serveOptions) error {
+	key := so.apiKey
+	if key == "" {
+		key = os.Getenv("MOAT_API_KEY")
+	}
+	if key == "" {
+		return errors.New("no API key: give --api-key or set MOAT_API_KEY")
+	}
+	templates := map[string]string{}
+	for _, t := range so.templates {
+		name, dir, ok := strings.Cut(t, "=")
+		if !ok || name == "" || dir == "" {
+			return fmt.Errorf("--template %q: want NAME=ROOTFS", t)
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return fmt.Errorf("--template %s: %w", name, err)
+		}
+		templates[name] = abs
+	}
+	if len(templates) == 0 {
+		return errors.New("no template: give --template base=ROOTFS")
+	}
+	state, err := filepath.Abs(so.state)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	srv, err := e2b.New(e2b.Config{
+		APIKey: key, StateDir: state, Templates: templates, Moat: self, Domain: so.domain,
+		// The templates' trees are shared by every sandbox: writes stay in
+		// each sandbox's overlay whatever the caller's --rootfs-writes.
+		Flags: []string{"--platform", g.platform, "--rootfs-writes", bundle.WritesOverlay},
+		Log: func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "moat serve: %s\n", fmt.Sprintf(format, args...))
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	l, err := net.Listen("tcp", so.listen)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(stop)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(l) }()
+	fmt.Fprintf(os.Stderr, "moat serve: listening on %s\n", l.Addr())
+	select {
+	case err := <-served:
+		return err
+	case <-stop:
+	}
+	// Streams (a command's output) stay open as long as their command
+	// runs: they are cut once the grace has passed, after which Close
+	// kills the sandboxes.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(ctx)
+	hs.Close()
+	return nil
+}

@@ -1,0 +1,221 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/ocirun"
+)
+
+// e2bSDKVersion is the E2B JavaScript SDK the test installs: the one
+// moat serve was checked against, so that a new release cannot change
+// what the test means without a commit saying so.
+const e2bSDKVersion = "2.51.0"
+
+// e2bScriptTimeout bounds the SDK script, which creates two sandboxes and
+// moves 21 MiB through them.
+const e2bScriptTimeout = 10 * time.Minute
+
+// TestE2BSDKRunsUnchangedOnMoatServe runs E2B's own JavaScript SDK,
+// installed from npm, against `moat serve` on a loopback port: the script
+// (testdata/e2b/sdk.mjs) creates sandboxes from the Debian template, runs
+// commands with streamed output, moves files both ways, lists by
+// metadata, lets a timeout pass and kills, checking every result. Once
+// the server is told to stop, nothing of its sandboxes may be left.
+func TestE2BSDKRunsUnchangedOnMoatServe(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: moat serve creates sandboxes")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed (make deps installs nodejs): no SDK to test with")
+	}
+	if v := nodeVersion(t, node); v[0] < 20 || v[0] == 20 && v[1] < 18 || v[0] == 21 {
+		t.Skipf("node %d.%d is installed: the SDK needs 20.18 or later (not 21)", v[0], v[1])
+	}
+	rootfs := debianRootfs(t)
+	sdk := installE2BSDK(t)
+
+	state := filepath.Join(t.TempDir(), "state")
+	const key = "moat-e2b-test-key"
+	args := append(append([]string{}, moatFlags()...), "serve", "--listen", "127.0.0.1:0", "--state", state,
+		"--template", "base="+rootfs)
+	serve := exec.Command(moatBinary(t), args...)
+	serve.Env = append(os.Environ(), "MOAT_API_KEY="+key)
+	stderr, err := serve.StderrPipe()
+	must(t, err)
+	must(t, serve.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- serve.Wait() }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		serve.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("moat serve, told to stop: %v", err)
+			}
+		case <-time.After(2 * time.Minute):
+			serve.Process.Kill()
+			<-exited
+			t.Error("moat serve did not stop within 2 minutes of SIGTERM; killed")
+		}
+	}
+	defer stop()
+
+	addr, log := serverAddress(t, stderr)
+	url := "http://" + addr
+	ctx, cancel := context.WithTimeout(context.Background(), e2bScriptTimeout)
+	defer cancel()
+	script := filepath.Join(sdk, "sdk.mjs")
+	data, err := os.ReadFile("testdata/e2b/sdk.mjs")
+	must(t, err)
+	must(t, os.WriteFile(script, data, 0o644))
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Dir = sdk
+	cmd.Env = append(os.Environ(), "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url, "E2B_API_KEY="+key, "E2B_DOMAIN=")
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	t.Logf("SDK script:\n%s", out)
+	if err != nil {
+		t.Errorf("the SDK script failed: %v", err)
+	} else if !strings.Contains(string(out), "all checks passed") {
+		t.Error("the SDK script ended without saying all checks passed")
+	}
+
+	stop()
+	t.Logf("moat serve's log:\n%s", log())
+	left, err := os.ReadDir(filepath.Join(state, "run"))
+	must(t, err)
+	for _, e := range left {
+		t.Errorf("moat serve left the state of sandbox %s behind", e.Name())
+	}
+	bundles, err := os.ReadDir(filepath.Join(state, "bundles"))
+	must(t, err)
+	for _, e := range bundles {
+		t.Errorf("moat serve left the bundle of sandbox %s behind", e.Name())
+	}
+	moat := &ocirun.Runtime{Name: "moat", Path: moatBinary(t), Flags: moatFlags()}
+	ids, err := moat.At(filepath.Join(state, "run")).List()
+	if err != nil || len(ids) > 0 {
+		t.Errorf("moat list after moat serve stopped: %v %v", ids, err)
+	}
+}
+
+// serverAddress reads the server's stderr until it says where it
+// listens, and returns that address and a function that returns all the
+// server wrote on stderr so far.
+func serverAddress(t *testing.T, stderr io.Reader) (string, func() string) {
+	t.Helper()
+	lines := make(chan string, 1024)
+	logged := make(chan string, 1)
+	go func() {
+		var all strings.Builder
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			all.WriteString(sc.Text() + "\n")
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		close(lines)
+		logged <- all.String()
+	}()
+	log := func() string {
+		select {
+		case s := <-logged:
+			logged <- s
+			return s
+		case <-time.After(10 * time.Second):
+			return "(the server's stderr is still open)"
+		}
+	}
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("moat serve ended before it listened:\n%s", log())
+			}
+			if a, found := strings.CutPrefix(line, "moat serve: listening on "); found {
+				return a, log
+			}
+		case <-deadline:
+			t.Fatal("moat serve did not say where it listens within a minute")
+		}
+	}
+}
+
+// installE2BSDK installs the SDK from npm into the build cache, once, and
+// returns the directory that holds its node_modules. Without the
+// registry there is no SDK: the test is skipped.
+func installE2BSDK(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("../build/e2b-sdk-" + e2bSDKVersion)
+	must(t, err)
+	if installedVersion(dir) == e2bSDKVersion {
+		return dir
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm is not installed (make deps installs it): no way to get the SDK")
+	}
+	must(t, os.MkdirAll(dir, 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"moat-e2b-test","private":true}`+"\n"), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "e2b@"+e2bSDKVersion)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		for _, sign := range []string{"ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "ENETUNREACH", "network"} {
+			if strings.Contains(string(out), sign) {
+				t.Skipf("the npm registry cannot be reached (%s): no SDK to test with", sign)
+			}
+		}
+		t.Fatalf("npm install e2b@%s: %v\n%s", e2bSDKVersion, err, out)
+	}
+	if v := installedVersion(dir); v != e2bSDKVersion {
+		t.Fatalf("npm installed e2b %q, not %s", v, e2bSDKVersion)
+	}
+	return dir
+}
+
+func installedVersion(dir string) string {
+	data, err := os.ReadFile(filepath.Join(dir, "node_modules/e2b/package.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	var pkg struct {
+		Version string `json:"version"`
+	}
+	json.Unmarshal(data, &pkg)
+	return pkg.Version
+}
+
+// nodeVersion is node's major and minor version.
+func nodeVersion(t *testing.T, node string) [2]int {
+	out, err := exec.Command(node, "--version").Output()
+	must(t, err)
+	var v [2]int
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "v%d.%d", &v[0], &v[1]); err != nil {
+		t.Fatalf("node --version said %q", out)
+	}
+	return v
+}

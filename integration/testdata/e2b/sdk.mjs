@@ -1,0 +1,151 @@
+// The E2B JavaScript SDK, unmodified, against `moat serve`: every call's
+// result is checked, and the first that is wrong ends the script with
+// status 1. E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY point the SDK at
+// the server; the test that runs this sets them.
+import { Sandbox, CommandExitError, NotFoundError, AuthenticationError } from 'e2b'
+import { createHash, randomBytes } from 'node:crypto'
+
+let failures = 0
+function check(name, ok, detail) {
+  if (ok) {
+    console.log(`ok ${name}`)
+  } else {
+    failures++
+    console.log(`FAIL ${name}: ${detail}`)
+  }
+}
+function eq(name, got, want) {
+  check(name, JSON.stringify(got) === JSON.stringify(want), `got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`)
+}
+async function throws(name, fn, cls) {
+  try {
+    await fn()
+    check(name, false, 'did not throw')
+  } catch (err) {
+    check(name, err instanceof cls, `threw ${err && err.constructor && err.constructor.name}: ${err && err.message}`)
+  }
+}
+const sha256 = (b) => createHash('sha256').update(b).digest('hex')
+
+const tag = randomBytes(6).toString('hex')
+const t0 = performance.now()
+const sbx = await Sandbox.create('base', { timeoutMs: 120_000, metadata: { suite: 'e2b', tag } })
+console.log(`create took ${(performance.now() - t0).toFixed(1)} ms`)
+check('create gives an id', typeof sbx.sandboxId === 'string' && sbx.sandboxId.length > 0, sbx.sandboxId)
+
+// A command with streamed output and its exit code.
+const chunks = []
+const r = await sbx.commands.run(`python3 -c 'import sys; print("hello from", sys.version_info[0]); print("to stderr", file=sys.stderr)'`,
+  { onStdout: (d) => chunks.push(d) })
+eq('python3 exit code', r.exitCode, 0)
+eq('python3 stdout', r.stdout, 'hello from 3\n')
+eq('python3 stderr', r.stderr, 'to stderr\n')
+eq('onStdout saw the output', chunks.join(''), 'hello from 3\n')
+try {
+  await sbx.commands.run('echo out; exit 3')
+  check('a failing command throws', false, 'did not throw')
+} catch (err) {
+  check('a failing command throws CommandExitError', err instanceof CommandExitError, String(err))
+  eq('its exit code', err.exitCode, 3)
+  eq('its stdout', err.stdout, 'out\n')
+}
+const env = await sbx.commands.run('echo "$GREETING" in "$(pwd)"', { envs: { GREETING: 'hi' }, cwd: '/tmp' })
+eq('envs and cwd', env.stdout, 'hi in /tmp\n')
+
+// A background command: listed, sent input, killed.
+const bg = await sbx.commands.run('read line; echo "got $line"; sleep 1000', { background: true, stdin: true })
+const listed = await sbx.commands.list()
+check('the background command is listed', listed.some((p) => p.pid === bg.pid && p.cmd === '/bin/bash'), JSON.stringify(listed))
+const got = new Promise((resolve) => {
+  const seen = []
+  bg.onStdout = (d) => { seen.push(d); if (seen.join('').includes('got ping')) resolve(seen.join('')) }
+})
+await sbx.commands.sendStdin(bg.pid, 'ping\n')
+eq('its stdin reached it', await got, 'got ping\n')
+eq('kill finds it', await bg.kill(), true)
+try {
+  await bg.wait()
+  check('a killed command throws', false, 'did not throw')
+} catch (err) {
+  check('a killed command ends with an error', err instanceof CommandExitError, String(err))
+}
+const after = await sbx.commands.list()
+check('the killed command is no longer listed', !after.some((p) => p.pid === bg.pid), JSON.stringify(after))
+eq('killing it again finds nothing', await sbx.commands.kill(bg.pid), false)
+
+// Files.
+const w = await sbx.files.write('/tmp/dir/a.txt', 'contents of a\n')
+eq('write answers the path', [w.path, w.name], ['/tmp/dir/a.txt', 'a.txt'])
+eq('read gives back what was written', await sbx.files.read('/tmp/dir/a.txt'), 'contents of a\n')
+const seenByShell = await sbx.commands.run('cat /tmp/dir/a.txt')
+eq('a command sees the file', seenByShell.stdout, 'contents of a\n')
+eq('makeDir makes a directory', await sbx.files.makeDir('/tmp/dir/sub/deeper'), true)
+eq('makeDir of an existing one is false', await sbx.files.makeDir('/tmp/dir/sub/deeper'), false)
+const entries = await sbx.files.list('/tmp/dir')
+eq('list shows the entries', entries.map((e) => [e.name, e.type, e.path]).sort(),
+  [['a.txt', 'file', '/tmp/dir/a.txt'], ['sub', 'dir', '/tmp/dir/sub']])
+eq('list gives sizes', entries.find((e) => e.name === 'a.txt').size, 14)
+const deep = await sbx.files.list('/tmp/dir', { depth: 3 })
+eq('list with depth goes down', deep.map((e) => e.path).sort(), ['/tmp/dir/a.txt', '/tmp/dir/sub', '/tmp/dir/sub/deeper'])
+const moved = await sbx.files.rename('/tmp/dir/a.txt', '/tmp/dir/sub/b.txt')
+eq('rename answers the new path', moved.path, '/tmp/dir/sub/b.txt')
+eq('exists: the old path is gone', await sbx.files.exists('/tmp/dir/a.txt'), false)
+eq('exists: the new path is there', await sbx.files.exists('/tmp/dir/sub/b.txt'), true)
+eq('the renamed file kept its data', await sbx.files.read('/tmp/dir/sub/b.txt'), 'contents of a\n')
+const info = await sbx.files.getInfo('/tmp/dir/sub')
+eq('getInfo of a directory', [info.type, info.name, info.permissions], ['dir', 'sub', 'drwxr-xr-x'])
+await sbx.files.remove('/tmp/dir/sub')
+eq('remove takes the tree', await sbx.files.exists('/tmp/dir/sub/b.txt'), false)
+await throws('reading a missing file', () => sbx.files.read('/tmp/nope'), NotFoundError)
+await throws('listing a missing directory', () => sbx.files.list('/tmp/nope'), NotFoundError)
+await throws('removing a missing file', () => sbx.files.remove('/tmp/nope'), NotFoundError)
+
+// 10 MiB each way, checked by sha256 on both sides.
+const big = randomBytes(10 << 20)
+await sbx.files.write('/tmp/big.bin', big)
+const inside = await sbx.commands.run('sha256sum /tmp/big.bin')
+eq('the upload arrived whole', inside.stdout.split(' ')[0], sha256(big))
+const back = await sbx.files.read('/tmp/big.bin', { format: 'bytes' })
+eq('the download is as long', back.length, big.length)
+eq('the download is the same', sha256(back), sha256(big))
+await sbx.files.write('/tmp/octet.bin', big.subarray(0, 1 << 20), { useOctetStream: true })
+eq('an octet-stream upload arrives whole', (await sbx.commands.run('sha256sum /tmp/octet.bin')).stdout.split(' ')[0],
+  sha256(big.subarray(0, 1 << 20)))
+
+// A second sandbox sees none of the first's files or processes.
+const marker = await sbx.commands.run('sleep 4321', { background: true })
+const procs = 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\\0" " "'
+check('a sandbox sees its own processes', (await sbx.commands.run(procs)).stdout.includes('sleep 4321'), 'no sleep 4321')
+const other = await Sandbox.create('base', { timeoutMs: 60_000, metadata: { suite: 'e2b', tag: tag + '-other' } })
+eq('another sandbox has its own files', await other.files.exists('/tmp/big.bin'), false)
+const theirs = await other.commands.run(procs)
+check('another sandbox has its own processes', !theirs.stdout.includes('sleep 4321'), theirs.stdout)
+await marker.kill()
+
+// Listing by metadata, timeouts, kill.
+const mine = await Sandbox.list({ query: { metadata: { tag } } }).nextItems()
+eq('list by metadata finds this sandbox alone', mine.map((s) => s.sandboxId), [sbx.sandboxId])
+eq('its metadata come back', mine[0].metadata, { suite: 'e2b', tag })
+const both = await Sandbox.list({ query: { metadata: { suite: 'e2b' } } }).nextItems()
+eq('list by shared metadata finds both', both.map((s) => s.sandboxId).sort(), [sbx.sandboxId, other.sandboxId].sort())
+await other.setTimeout(1_000)
+const deadline = Date.now() + 60_000
+while (await other.isRunning() && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100))
+eq('a sandbox whose timeout passed is gone', await other.isRunning(), false)
+const infoBefore = await sbx.getInfo()
+eq('getInfo names the template', infoBefore.templateId, 'base')
+eq('kill kills', await sbx.kill(), true)
+eq('a killed sandbox is not running', await sbx.isRunning(), false)
+eq('killing it again finds nothing', await Sandbox.kill(sbx.sandboxId), false)
+const gone = await Sandbox.list({ query: { metadata: { tag } } }).nextItems()
+eq('a killed sandbox is not listed', gone.length, 0)
+
+// The API key is checked.
+await throws('a wrong API key', () => Sandbox.create('base', { apiKey: 'wrong-key' }), AuthenticationError)
+await throws('a wrong API key on list', () => Sandbox.list({ apiKey: 'wrong-key' }).nextItems(), AuthenticationError)
+
+if (failures > 0) {
+  console.log(`${failures} checks failed`)
+  process.exit(1)
+}
+console.log('all checks passed')

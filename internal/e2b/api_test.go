@@ -1,0 +1,161 @@
+package e2b
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// newTestServer is a server whose moat is never run: the requests these
+// tests make fail before any sandbox would be made.
+func newTestServer(t *testing.T) *Server {
+	t.Helper()
+	s, err := New(Config{APIKey: "the-key", StateDir: filepath.Join(t.TempDir(), "state"),
+		Templates: map[string]string{"base": t.TempDir()}, Moat: "/nonexistent/moat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func call(t *testing.T, s *Server, method, path, key, body string) (int, map[string]any) {
+	t.Helper()
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if key != "" {
+		r.Header.Set("X-API-Key", key)
+	}
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, r)
+	var got map[string]any
+	json.Unmarshal(w.Body.Bytes(), &got)
+	return w.Code, got
+}
+
+func TestControlPlaneRefusesAWrongOrMissingAPIKeyWith401(t *testing.T) {
+	s := newTestServer(t)
+	for _, key := range []string{"", "the-ke", "the-key2"} {
+		code, body := call(t, s, "GET", "/v2/sandboxes", key, "")
+		if code != 401 || body["code"] != float64(401) || body["message"] == "" {
+			t.Errorf("key %q: got %d %v", key, code, body)
+		}
+	}
+	if code, _ := call(t, s, "GET", "/v2/sandboxes", "the-key", ""); code != 200 {
+		t.Errorf("the right key: got %d", code)
+	}
+}
+
+func TestBadCreateRequestsGetE2BsErrorWithTheirStatus(t *testing.T) {
+	s := newTestServer(t)
+	for _, c := range []struct {
+		body   string
+		status int
+		says   string
+	}{
+		{`{"templateID":`, 400, "request body"},
+		{`{"timeout":10}`, 400, "templateID"},
+		{`{"templateID":"base","timeout":-1}`, 400, "out of range"},
+		{`{"templateID":"base","timeout":86401}`, 400, "out of range"},
+		{`{"templateID":"nosuch"}`, 404, `"nosuch" not found`},
+		{`{"templateID":"base","autoPause":true}`, 400, "autoPause"},
+		{`{"templateID":"base","allow_internet_access":true}`, 400, "allow_internet_access"},
+		{`{"templateID":"base","network":{"allowOut":["1.1.1.1"]}}`, 400, "network"},
+	} {
+		code, body := call(t, s, "POST", "/v2/sandboxes", "the-key", c.body)
+		msg, _ := body["message"].(string)
+		if code != c.status || body["code"] != float64(c.status) || !strings.Contains(msg, c.says) {
+			t.Errorf("%s: got %d %v, want %d saying %q", c.body, code, body, c.status, c.says)
+		}
+	}
+	if left := s.sandboxes.list(); len(left) != 0 {
+		t.Errorf("bad requests left %d sandboxes", len(left))
+	}
+}
+
+func TestRequestsForAnUnknownSandboxGet404(t *testing.T) {
+	s := newTestServer(t)
+	for _, c := range [][3]string{
+		{"GET", "/sandboxes/nosuch", ""},
+		{"DELETE", "/sandboxes/nosuch", ""},
+		{"POST", "/sandboxes/nosuch/timeout", `{"timeout":30}`},
+		{"POST", "/v2/sandboxes/nosuch/connect", `{"timeout":30}`},
+		{"POST", "/sandboxes/nosuch/pause", ""},
+	} {
+		code, body := call(t, s, c[0], c[1], "the-key", c[2])
+		if code != 404 || body["code"] != float64(404) {
+			t.Errorf("%s %s: got %d %v", c[0], c[1], code, body)
+		}
+	}
+}
+
+func TestEnvdRequestsForAnUnknownSandboxGet502AsFromE2BsProxy(t *testing.T) {
+	s := newTestServer(t)
+	r := httptest.NewRequest("GET", "/health", nil)
+	r.Header.Set("E2b-Sandbox-Id", "nosuch")
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, r)
+	if w.Code != http.StatusBadGateway {
+		t.Errorf("got %d, want 502", w.Code)
+	}
+}
+
+func TestEnvdRequestsNeedTheSandboxsAccessToken(t *testing.T) {
+	s := newTestServer(t)
+	s.sandboxes.add(&sandbox{id: "sb1", token: "tok1", procs: map[uint32]*process{}})
+	s.sandboxes.add(&sandbox{id: "sb2", token: "tok2", procs: map[uint32]*process{}})
+	for _, c := range []struct {
+		id, token string
+		status    int
+	}{{"sb1", "", 401}, {"sb1", "tok2", 401}, {"sb2", "tok1", 401}, {"sb1", "tok1", 200}} {
+		r := httptest.NewRequest("POST", "/process.Process/List", strings.NewReader("{}"))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("E2b-Sandbox-Id", c.id)
+		if c.token != "" {
+			r.Header.Set("X-Access-Token", c.token)
+		}
+		w := httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, r)
+		if w.Code != c.status {
+			t.Errorf("sandbox %s with token %q: got %d %s, want %d", c.id, c.token, w.Code, w.Body.String(), c.status)
+		}
+	}
+}
+
+func TestHostNamesASandboxWhenADomainIsSet(t *testing.T) {
+	s := newTestServer(t)
+	s.cfg.Domain = "sandbox.test"
+	for host, want := range map[string]string{
+		"49983-abc.sandbox.test":      "abc",
+		"49983-abc.sandbox.test:3000": "abc",
+		"api.sandbox.test":            "",
+		"49983-abc.other.test":        "",
+		"abc.sandbox.test":            "",
+	} {
+		r := httptest.NewRequest("GET", "/health", nil)
+		r.Host = host
+		id, port, ok := s.route(r)
+		if want == "" && ok || want != "" && (id != want || port != envdPort) {
+			t.Errorf("%s: got %q %d %v, want %q", host, id, port, ok, want)
+		}
+	}
+}
+
+func TestMetadataFilterUndoesTheSDKsDoubleEncoding(t *testing.T) {
+	// The SDK percent-encodes each key and value, joins them as a query
+	// string, which the HTTP client encodes once more as one parameter.
+	got, err := metadataFilter("user%3Aid=a%2Fb&plain=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["user:id"] != "a/b" || got["plain"] != "x" {
+		t.Errorf("got %v", got)
+	}
+	if !matches(map[string]string{"user:id": "a/b", "plain": "x", "more": "y"}, got) {
+		t.Error("a sandbox with every pair and more does not match")
+	}
+	if matches(map[string]string{"user:id": "a/b"}, got) {
+		t.Error("a sandbox without every pair matches")
+	}
+}

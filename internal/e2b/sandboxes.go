@@ -1,0 +1,285 @@
+package e2b
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// sandbox is one E2B sandbox: a moat container and what the API knows of
+// it.
+type sandbox struct {
+	id         string
+	templateID string
+	rootfs     string // the template's tree, read for its users
+	token      string // envd's access token
+	metadata   map[string]string
+	envVars    map[string]string
+	startedAt  time.Time
+	inst       *instance
+
+	mu    sync.Mutex
+	endAt time.Time
+	timer *time.Timer
+	procs map[uint32]*process
+	dead  bool
+}
+
+// registry holds the running sandboxes.
+type registry struct {
+	mu sync.Mutex
+	m  map[string]*sandbox
+}
+
+func (r *registry) get(id string) *sandbox {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[id]
+}
+
+func (r *registry) add(sb *sandbox) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[sb.id] = sb
+}
+
+// take removes sandbox id and returns it, nil if it was not there: of two
+// callers that kill the same sandbox, one does.
+func (r *registry) take(id string) *sandbox {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sb := r.m[id]
+	delete(r.m, id)
+	return sb
+}
+
+// list is the sandboxes, oldest first.
+func (r *registry) list() []*sandbox {
+	r.mu.Lock()
+	all := make([]*sandbox, 0, len(r.m))
+	for _, sb := range r.m {
+		all = append(all, sb)
+	}
+	r.mu.Unlock()
+	sort.Slice(all, func(i, j int) bool {
+		if !all[i].startedAt.Equal(all[j].startedAt) {
+			return all[i].startedAt.Before(all[j].startedAt)
+		}
+		return all[i].id < all[j].id
+	})
+	return all
+}
+
+// randomID is an id of n lowercase letters and digits, as E2B's look.
+func randomID(n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+func randomToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// guestUser is who a request acts as in the sandbox.
+type guestUser struct {
+	name     string
+	uid, gid uint32
+	home     string
+}
+
+// lookupUser finds name in the template's /etc/passwd: the image's own,
+// not the sandbox's copy, which the guest may have rewritten. The empty
+// name is root: E2B's default user ("user") is a thing of its images.
+func (sb *sandbox) lookupUser(name string) (guestUser, error) {
+	if name == "" {
+		name = "root"
+	}
+	data, err := os.ReadFile(filepath.Join(sb.rootfs, "etc/passwd"))
+	if err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			f := strings.Split(sc.Text(), ":")
+			if len(f) < 7 || f[0] != name {
+				continue
+			}
+			uid, err1 := strconv.ParseUint(f[2], 10, 32)
+			gid, err2 := strconv.ParseUint(f[3], 10, 32)
+			if err1 != nil || err2 != nil {
+				break
+			}
+			home := f[5]
+			if home == "" {
+				home = "/"
+			}
+			return guestUser{name: name, uid: uint32(uid), gid: uint32(gid), home: home}, nil
+		}
+	}
+	if name == "root" {
+		return guestUser{name: "root", home: "/root"}, nil
+	}
+	return guestUser{}, rpcErrorf(codeInvalidArgument, "no user %q in template %s", name, sb.templateID)
+}
+
+// resolve makes p absolute, relative to the user's home as envd does.
+func (u guestUser) resolve(p string) string {
+	switch {
+	case p == "~":
+		p = u.home
+	case strings.HasPrefix(p, "~/"):
+		p = path.Join(u.home, p[2:])
+	case !path.IsAbs(p):
+		p = path.Join(u.home, p)
+	}
+	return path.Clean(p)
+}
+
+// spec is the OCI process for args run as u in cwd (the home if
+// empty) with the sandbox's environment and env.
+func (sb *sandbox) spec(u guestUser, args []string, cwd string, env map[string]string) *specs.Process {
+	name, value, _ := strings.Cut(defaultPath, "=")
+	vars := map[string]string{name: value, "HOME": u.home, "USER": u.name, "LOGNAME": u.name}
+	for k, v := range sb.envVars {
+		vars[k] = v
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	var list []string
+	for k, v := range vars {
+		list = append(list, k+"="+v)
+	}
+	sort.Strings(list)
+	if cwd == "" {
+		cwd = u.home
+	}
+	return &specs.Process{Args: args, Env: list, Cwd: u.resolve(cwd),
+		User: specs.User{UID: u.uid, GID: u.gid}, Capabilities: capabilities(u.uid)}
+}
+
+// maxStderr bounds what run keeps of a tool's stderr, for messages.
+const maxStderr = 4 << 10
+
+// run runs args as u to its end, with stdin (nil: empty) and stdout
+// (nil: discarded), and returns its status and stderr. It is how the file
+// operations act on the sandbox's files.
+func (sb *sandbox) run(ctx context.Context, u guestUser, stdin io.Reader, stdout io.Writer, args ...string) (int, string, error) {
+	var stdio [3]*os.File
+	var mine []*os.File // our ends, closed when the process ends
+	closeAll := func() {
+		for _, f := range stdio {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	if stdin == nil {
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return 0, "", err
+		}
+		stdio[0] = null
+	}
+	var inW *os.File
+	if stdin != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return 0, "", err
+		}
+		stdio[0], inW = r, w
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll()
+		return 0, "", err
+	}
+	stdio[1] = outW
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll()
+		outR.Close()
+		return 0, "", err
+	}
+	stdio[2] = errW
+	mine = append(mine, outR, errR)
+	e, err := sb.inst.exec(sb.spec(u, args, "/", nil), stdio)
+	closeAll()
+	if err != nil {
+		for _, f := range mine {
+			f.Close()
+		}
+		if inW != nil {
+			inW.Close()
+		}
+		return 0, "", err
+	}
+	ended := make(chan struct{})
+	var stderr limitedBuffer
+	var pumps sync.WaitGroup
+	pumps.Add(2)
+	go func() { defer pumps.Done(); pump(outR, stdout, ended) }()
+	go func() { defer pumps.Done(); pump(errR, &stderr, ended) }()
+	if inW != nil {
+		// Waited for: the caller may go on reading what stdin reads
+		// (the next part of a multipart body).
+		pumps.Add(1)
+		go func() {
+			defer pumps.Done()
+			io.Copy(inW, stdin)
+			inW.Close()
+		}()
+		go func() {
+			<-ended
+			inW.SetWriteDeadline(time.Now().Add(drainGrace)) // a child left behind may hold stdin unread
+		}()
+	}
+	stop := context.AfterFunc(ctx, e.abandon)
+	code := e.wait()
+	stop()
+	close(ended)
+	pumps.Wait()
+	if ctx.Err() != nil {
+		return code, stderr.String(), ctx.Err()
+	}
+	return code, stderr.String(), nil
+}
+
+// limitedBuffer keeps the first maxStderr bytes written to it.
+type limitedBuffer struct{ b bytes.Buffer }
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := maxStderr - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (l *limitedBuffer) String() string { return strings.TrimSpace(l.b.String()) }
+
+// toolError is the error of a tool that failed.
+func toolError(tool string, code int, stderr string) error {
+	if stderr == "" {
+		stderr = fmt.Sprintf("exit status %d", code)
+	}
+	return rpcErrorf(codeInternal, "%s: %s", tool, stderr)
+}
