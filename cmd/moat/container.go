@@ -41,6 +41,7 @@ func destroy(g *globalOptions, dir *state.Dir, c *state.Container) error {
 			return fmt.Errorf("%s: %w", proc.name, err)
 		}
 	}
+	runPoststopHooks(g, c)
 	g.log.debugf("container %s: sentry and gofer gone, removing its state", c.ID)
 	return dir.Remove()
 }

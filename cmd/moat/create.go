@@ -133,6 +133,7 @@ func createContainer(g *globalOptions, id string, co createOptions, detached boo
 		Annotations: b.Spec.Annotations,
 		Recorded:    state.Creating,
 		Namespaces:  boot.JoinedNamespaces(b.Spec.Linux),
+		Hooks:       b.Spec.Hooks,
 	}
 	sb, err := startSandbox(g, dir, c, b, stdio)
 	if err != nil {
@@ -143,6 +144,9 @@ func createContainer(g *globalOptions, id string, co createOptions, detached boo
 			sb.stop()
 		}
 	}()
+	if err := runCreateHooks(c.Hooks, c); err != nil {
+		return nil, err
+	}
 	if err := c.Record(state.Created); err != nil {
 		return nil, err
 	}

@@ -49,7 +49,7 @@ func moatFeatures() features.Features {
 	return features.Features{
 		OCIVersionMin: "1.0.0",
 		OCIVersionMax: specs.Version,
-		Hooks:         []string{},
+		Hooks:         []string{"prestart", "createRuntime", "createContainer", "poststart", "poststop"},
 		MountOptions:  opts,
 		Linux: &features.Linux{
 			Namespaces:   []string{"cgroup", "ipc", "mount", "network", "pid", "user", "uts"},

@@ -72,6 +72,16 @@ func (l *logger) errorLine(msg string) {
 	}
 }
 
+// warnf reports something the command does not fail for (a poststop
+// hook that failed) on stderr, and in the --log file if any.
+func (l *logger) warnf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if l.file != nil {
+		l.write(l.file, "warning", msg)
+	}
+	fmt.Fprintf(os.Stderr, "moat: warning: %s\n", msg)
+}
+
 // debugf logs a debug line when --debug is on.
 func (l *logger) debugf(format string, args ...any) {
 	if !l.debug {

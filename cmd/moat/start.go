@@ -37,5 +37,8 @@ func startContainer(g *globalOptions, dir *state.Dir, c *state.Container) error 
 		return err
 	}
 	g.log.debugf("container %s started", c.ID)
-	return dir.Save(c)
+	if err := dir.Save(c); err != nil {
+		return err
+	}
+	return runPoststartHooks(dir, c)
 }

@@ -194,3 +194,22 @@ func TestRootfsNotADirectory(t *testing.T) {
 	dir := writeBundle(t, strings.Replace(validConfig, `"path": "rootfs"`, `"path": "config.json"`, 1))
 	expectError(t, dir, "root.path", `"config.json"`, "not a directory")
 }
+
+func withHooks(hooks string) string {
+	return strings.Replace(validConfig, `"ociVersion"`, `"hooks": `+hooks+`, "ociVersion"`, 1)
+}
+
+func TestHookPathMustBeAbsolute(t *testing.T) {
+	dir := writeBundle(t, withHooks(`{"poststart": [{"path": "/bin/true"}, {"path": "hook.sh"}]}`))
+	expectError(t, dir, "hooks.poststart[1].path", `"hook.sh"`, "not an absolute path")
+}
+
+func TestHookTimeoutMustBePositive(t *testing.T) {
+	dir := writeBundle(t, withHooks(`{"createRuntime": [{"path": "/bin/true", "timeout": 0}]}`))
+	expectError(t, dir, "hooks.createRuntime[0].timeout", "positive")
+}
+
+func TestStartContainerHooksAreRefused(t *testing.T) {
+	dir := writeBundle(t, withHooks(`{"startContainer": [{"path": "/bin/true"}]}`))
+	expectError(t, dir, "hooks.startContainer", "not supported")
+}

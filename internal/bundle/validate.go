@@ -63,6 +63,41 @@ func validate(spec *specs.Spec, bundleDir string) error {
 	case !info.IsDir():
 		return fail("root.path", "%q: %s is not a directory", spec.Root.Path, rootfs)
 	}
+	return validateHooks(spec.Hooks, fail)
+}
+
+// validateHooks checks what the CLI needs to run the hooks: an absolute
+// path and a positive timeout each. startContainer hooks run inside the
+// container before its program, which moat cannot do (the sentry runs no
+// host program), so they are refused rather than left out.
+func validateHooks(h *specs.Hooks, fail func(field, format string, args ...any) error) error {
+	if h == nil {
+		return nil
+	}
+	if len(h.StartContainer) > 0 {
+		return fail("hooks.startContainer", "not supported: moat cannot run a program inside the sandbox before the container's own")
+	}
+	kinds := []struct {
+		name  string
+		hooks []specs.Hook
+	}{
+		{"prestart", h.Prestart}, // deprecated in the spec, still used
+		{"createRuntime", h.CreateRuntime},
+		{"createContainer", h.CreateContainer},
+		{"poststart", h.Poststart},
+		{"poststop", h.Poststop},
+	}
+	for _, k := range kinds {
+		for i, hook := range k.hooks {
+			field := fmt.Sprintf("hooks.%s[%d]", k.name, i)
+			if !filepath.IsAbs(hook.Path) {
+				return fail(field+".path", "%q is not an absolute path", hook.Path)
+			}
+			if hook.Timeout != nil && *hook.Timeout <= 0 {
+				return fail(field+".timeout", "%d: must be a positive number of seconds", *hook.Timeout)
+			}
+		}
+	}
 	return nil
 }
 

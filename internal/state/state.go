@@ -35,6 +35,9 @@ type Container struct {
 	// (the network namespace podman, CNI or a pod made), as recorded at
 	// create.
 	Namespaces []specs.LinuxNamespace `json:"namespaces,omitempty"`
+	// Hooks are the config's lifecycle hooks: start and delete run theirs
+	// from here, whatever became of the bundle.
+	Hooks *specs.Hooks `json:"hooks,omitempty"`
 
 	// Owner is the user owning the state directory, filled in on load.
 	Owner string `json:"-"`
