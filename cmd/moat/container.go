@@ -24,8 +24,10 @@ func openContainer(g *globalOptions, id string) (*state.Dir, *state.Container, e
 }
 
 // destroy kills whatever still runs of container c, waits until its sentry
-// and gofer are gone and removes its state directory. If a process outlives
-// the wait the directory stays, so that a later delete can try again.
+// and gofer are gone, removes its cgroup (killing what is left in it: the
+// stubs of a sentry that was killed) and its state directory. If a process
+// outlives the wait the directory stays, so that a later delete can try
+// again.
 func destroy(g *globalOptions, dir *state.Dir, c *state.Container) error {
 	procs := []struct {
 		name string
@@ -40,6 +42,9 @@ func destroy(g *globalOptions, dir *state.Dir, c *state.Container) error {
 		if err := proc.p.WaitGone(exitTimeout); err != nil {
 			return fmt.Errorf("%s: %w", proc.name, err)
 		}
+	}
+	if err := c.Cgroup.Destroy(exitTimeout); err != nil {
+		return err
 	}
 	runPoststopHooks(g, c)
 	g.log.debugf("container %s: sentry and gofer gone, removing its state", c.ID)

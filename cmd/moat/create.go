@@ -75,6 +75,10 @@ func createContainer(g *globalOptions, id string, co createOptions, detached boo
 	if err != nil {
 		return nil, err
 	}
+	inner, err := cgroupInner(g, id, b.Spec.Linux)
+	if err != nil {
+		return nil, err
+	}
 	terminal := b.Spec.Process.Terminal
 	if err := checkConsole(terminal, detached, co.consoleSocket); err != nil {
 		return nil, err
@@ -135,7 +139,7 @@ func createContainer(g *globalOptions, id string, co createOptions, detached boo
 		Namespaces:  boot.JoinedNamespaces(b.Spec.Linux),
 		Hooks:       b.Spec.Hooks,
 	}
-	sb, err := startSandbox(g, dir, c, b, stdio)
+	sb, err := startSandbox(g, dir, c, b, inner, stdio)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/moat-sandbox/moat/internal/cgroups"
 	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/internal/state"
 )
@@ -18,7 +19,9 @@ var eventsCommand = &command{
 	detail: `
 Each event is one line of runc's JSON: {"type":"stats","id":...,"data":...}
 with the CPU time, memory and tasks the sandbox uses, from the sentry's own
-accounting (guest memory resident, each address space once). With --stats
+accounting (guest memory resident, each address space once), and under
+"host" the same of the sandbox's host cgroup, in runc's shape: what the
+sentry, its stubs and the gofer cost the host. With --stats
 one event is printed; otherwise one every --interval until the container
 stops. The sentry has no memory limit of its own yet, so no "oom" event is
 ever sent.`,
@@ -48,6 +51,10 @@ type statsData struct {
 	CPU    cpuStats    `json:"cpu"`
 	Memory memoryStats `json:"memory"`
 	Pids   pidsStats   `json:"pids"`
+	// Host is the sandbox's host cgroup's use, in runc's shape: what the
+	// sandbox costs the host (sentry, stubs and gofer), where the fields
+	// above are what its guest uses.
+	Host *cgroups.Stats `json:"host,omitempty"`
 }
 
 type cpuStats struct {
@@ -123,6 +130,11 @@ func statsOf(g *globalOptions, id string) (statsEvent, bool, error) {
 	d.Pids.Current = s.Pids
 	if r := c.Resources; r != nil && r.Pids != nil && r.Pids.Limit != nil && *r.Pids.Limit > 0 {
 		d.Pids.Limit = uint64(*r.Pids.Limit)
+	}
+	if c.Cgroup != nil {
+		if d.Host, err = c.Cgroup.Stats(); err != nil {
+			return statsEvent{}, false, fmt.Errorf("stats of container %s: %w", id, err)
+		}
 	}
 	return statsEvent{Type: "stats", ID: id, Data: d}, true, nil
 }

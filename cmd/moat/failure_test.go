@@ -8,26 +8,36 @@ import (
 	"testing"
 )
 
+// withLinux is the sleeping bundle's config with linux set to the JSON
+// object linux.
+func withLinux(linux string) string {
+	return strings.Replace(bundleConfig("sleep"), `"annotations"`, `"linux": `+linux+`, "annotations"`, 1)
+}
+
 func TestBadBundleCreatesNothing(t *testing.T) {
 	missingRootfs := writeBundleConfig(t, strings.Replace(bundleConfig("sleep"), `"rootfs"`, `"image"`, 1))
 	cases := map[string]struct {
 		bundle string
 		want   string
 	}{
-		"bundle dir missing":  {filepath.Join(t.TempDir(), "nope"), "directory not found"},
-		"config missing":      {t.TempDir(), "config.json not found"},
-		"invalid JSON":        {writeBundleConfig(t, "{\n  \"ociVersion\": \"1.2.0\",\n  oops\n}"), "invalid JSON at line 3, column 3"},
-		"wrong type":          {writeBundleConfig(t, `{"ociVersion": "1.2.0", "process": {"args": "sh"}}`), "process.args: got a JSON string"},
-		"no ociVersion":       {writeBundleConfig(t, `{"process": {"args": ["sh"], "cwd": "/"}, "root": {"path": "rootfs"}}`), "ociVersion: missing"},
-		"ociVersion 2":        {writeBundleConfig(t, strings.Replace(bundleConfig("sleep"), "1.2.0", "2.0.0", 1)), `ociVersion: unsupported version "2.0.0"`},
-		"no process":          {writeBundleConfig(t, `{"ociVersion": "1.2.0", "root": {"path": "rootfs"}}`), "process: missing"},
-		"empty args":          {writeBundle(t), "process.args: must name the program"},
-		"relative cwd":        {writeBundleConfig(t, strings.Replace(bundleConfig("sleep"), `"cwd": "/"`, `"cwd": "tmp"`, 1)), `process.cwd: "tmp" is not an absolute path`},
-		"no root":             {writeBundleConfig(t, `{"ociVersion": "1.2.0", "process": {"args": ["sh"], "cwd": "/"}}`), "root: missing"},
-		"rootfs missing":      {missingRootfs, `root.path: "image": directory ` + filepath.Join(missingRootfs, "image") + " not found"},
-		"program not found":   {writeBundle(t, "not-found"), `process.args[0] "not-found": program not found in the rootfs`},
-		"sentry quits":        {writeBundle(t, "quit"), "the sentry quit before the sandbox was ready (exit status 3)"},
-		"terminal, no socket": {writeBundleConfig(t, strings.Replace(bundleConfig("sleep"), `"cwd"`, `"terminal": true, "cwd"`, 1)), "cannot allocate tty if moat will detach without setting console socket"},
+		"bundle dir missing":    {filepath.Join(t.TempDir(), "nope"), "directory not found"},
+		"config missing":        {t.TempDir(), "config.json not found"},
+		"invalid JSON":          {writeBundleConfig(t, "{\n  \"ociVersion\": \"1.2.0\",\n  oops\n}"), "invalid JSON at line 3, column 3"},
+		"wrong type":            {writeBundleConfig(t, `{"ociVersion": "1.2.0", "process": {"args": "sh"}}`), "process.args: got a JSON string"},
+		"no ociVersion":         {writeBundleConfig(t, `{"process": {"args": ["sh"], "cwd": "/"}, "root": {"path": "rootfs"}}`), "ociVersion: missing"},
+		"ociVersion 2":          {writeBundleConfig(t, strings.Replace(bundleConfig("sleep"), "1.2.0", "2.0.0", 1)), `ociVersion: unsupported version "2.0.0"`},
+		"no process":            {writeBundleConfig(t, `{"ociVersion": "1.2.0", "root": {"path": "rootfs"}}`), "process: missing"},
+		"empty args":            {writeBundle(t), "process.args: must name the program"},
+		"relative cwd":          {writeBundleConfig(t, strings.Replace(bundleConfig("sleep"), `"cwd": "/"`, `"cwd": "tmp"`, 1)), `process.cwd: "tmp" is not an absolute path`},
+		"no root":               {writeBundleConfig(t, `{"ociVersion": "1.2.0", "process": {"args": ["sh"], "cwd": "/"}}`), "root: missing"},
+		"rootfs missing":        {missingRootfs, `root.path: "image": directory ` + filepath.Join(missingRootfs, "image") + " not found"},
+		"program not found":     {writeBundle(t, "not-found"), `process.args[0] "not-found": program not found in the rootfs`},
+		"sentry quits":          {writeBundle(t, "quit"), "the sentry quit before the sandbox was ready (exit status 3)"},
+		"negative memory limit": {writeBundleConfig(t, withLinux(`{"resources": {"memory": {"limit": -5}}}`)), "linux.resources.memory.limit: -5: must be positive"},
+		"negative pids limit":   {writeBundleConfig(t, withLinux(`{"resources": {"pids": {"limit": -2}}}`)), "linux.resources.pids.limit: -2: must be positive"},
+		"cpuset off the host":   {writeBundleConfig(t, withLinux(`{"resources": {"cpu": {"cpus": "9999"}}}`)), `linux.resources.cpu.cpus: "9999": 9999 is not among the host's`},
+		"cgroup path syntax":    {writeBundleConfig(t, withLinux(`{"cgroupsPath": "machine.slice:libpod:c1"}`)), `linux.cgroupsPath: "machine.slice:libpod:c1": a systemd slice:prefix:name needs --systemd-cgroup`},
+		"terminal, no socket":   {writeBundleConfig(t, strings.Replace(bundleConfig("sleep"), `"cwd"`, `"terminal": true, "cwd"`, 1)), "cannot allocate tty if moat will detach without setting console socket"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -43,8 +53,36 @@ func TestBadBundleCreatesNothing(t *testing.T) {
 			}
 			e.fails(c.want, "run", "--bundle", c.bundle, "-d", "c1")
 			e.expectNothingLeft()
+			expectNoCgroup(t, "c1")
 		})
 	}
+}
+
+// TestBadSystemdCgroupPathCreatesNothing: with --systemd-cgroup the path
+// is slice:prefix:name, and anything else is refused by name.
+func TestBadSystemdCgroupPathCreatesNothing(t *testing.T) {
+	for path, want := range map[string]string{
+		"/plain/path":      `linux.cgroupsPath: "/plain/path": with --systemd-cgroup, want slice:prefix:name`,
+		"machine:libpod:x": `linux.cgroupsPath: "machine:libpod:x": "machine" is not a systemd slice name`,
+	} {
+		e := newEnv(t)
+		bundle := writeBundleConfig(t, withLinux(`{"cgroupsPath": "`+path+`"}`))
+		e.fails(want, "--systemd-cgroup", "create", "--bundle", bundle, "c1")
+		e.expectNothingLeft()
+		expectNoCgroup(t, "c1")
+	}
+}
+
+// expectNoCgroup checks that no cgroup named id is left in any hierarchy
+// (a container's default cgroup is under the caller's, any depth down).
+func expectNoCgroup(t *testing.T, id string) {
+	t.Helper()
+	filepath.WalkDir("/sys/fs/cgroup", func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == id {
+			t.Errorf("cgroup left behind: %s", path)
+		}
+		return nil
+	})
 }
 
 // TestPlatformThatCannotStartCreatesNothing: --platform reaches the sentry

@@ -193,9 +193,11 @@ func TestDeleteAfterAnInterruptedCreate(t *testing.T) {
 	if err := create.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The first record names only the cgroup; the next, both processes.
 	waitUntil(t, "create records its processes", func() bool {
-		_, err := os.Stat(filepath.Join(e.root, "c1", "state.json"))
-		return err == nil
+		var record state.Container
+		data, err := os.ReadFile(filepath.Join(e.root, "c1", "state.json"))
+		return err == nil && json.Unmarshal(data, &record) == nil && record.Sentry.PID != 0
 	})
 	create.Process.Kill()
 	create.Wait()

@@ -72,7 +72,7 @@ func moatMain(args []string) int {
 	o.String(&g.logPath, "log", "FILE", "", "also append errors (and with --debug, debug lines) to FILE; the sentry and gofer log there too")
 	o.String(&g.logFormat, "log-format", "FORMAT", "text", "format of the --log file: text or json")
 	o.Bool(&g.debug, "debug", "log debug lines")
-	o.Bool(&g.systemdCgroup, "systemd-cgroup", "accepted for compatibility with runc; it has no effect")
+	o.Bool(&g.systemdCgroup, "systemd-cgroup", "linux.cgroupsPath is systemd's slice:prefix:name; moat makes the unit's cgroup itself, where systemd would")
 	o.String(&g.platform, "platform", "NAME", control.PlatformSystrap, "how the sentry runs guest code: systrap (stub processes trapped with seccomp) or kvm (a KVM virtual machine; needs /dev/kvm)")
 	o.String(&g.rootfsWrites, "rootfs-writes", "MODE", bundle.WritesOverlay,
 		"where writes to a writable root file system go: overlay (kept in the sandbox; the image stays as it was) or host (written to the bundle's rootfs); the annotation "+bundle.WritesAnnotation+" overrides it per container")

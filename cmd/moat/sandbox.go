@@ -16,6 +16,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/moat-sandbox/moat/internal/bundle"
+	"github.com/moat-sandbox/moat/internal/cgroups"
 	"github.com/moat-sandbox/moat/internal/confine"
 	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/internal/state"
@@ -38,10 +39,11 @@ const (
 const selfExe = "/proc/self/exe"
 
 // sandbox is a gofer and sentry that this CLI started; both are its
-// children until it exits.
+// children until it exits. cgroup holds them, and the stubs.
 type sandbox struct {
 	gofer  *exec.Cmd
 	sentry *exec.Cmd
+	cgroup *cgroups.Cgroup
 }
 
 // internalCommand prepares a re-execution of moat as one of its internal
@@ -58,11 +60,12 @@ func internalCommand(sub string, args ...string) *exec.Cmd {
 
 // startSandbox starts the gofer and the sentry of container c, hands the
 // sentry its Setup and waits until the sentry says the program is loaded.
-// stdio becomes the sentry's, and so the guest's, fds 0, 1 and 2. It saves
-// a creating record naming both processes as soon as they exist, so that a
-// CLI killed during the hand-over still leaves `moat delete` enough to clean
-// up. On error nothing it started remains.
-func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundle.Bundle, stdio [3]*os.File) (_ *sandbox, err error) {
+// stdio becomes the sentry's, and so the guest's, fds 0, 1 and 2. Both
+// start in the container's cgroup, inner (cgroupInner), made first. It
+// saves a creating record naming the cgroup and both processes as soon as
+// they exist, so that a CLI killed during the hand-over still leaves `moat
+// delete` enough to clean up. On error nothing it started remains.
+func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundle.Bundle, inner string, stdio [3]*os.File) (_ *sandbox, err error) {
 	// Descriptors this CLI inherited without close-on-exec (a shell's, a
 	// supervisor's) would pass to the gofer and the sentry, which get
 	// only what ExtraFiles names.
@@ -159,6 +162,13 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		defer f.Close()
 		sentryFDs[control.NetFD(len(b.Binds), i)] = f
 	}
+	if sb.cgroup, err = makeCgroup(g, inner, b.Spec.Linux); err != nil {
+		return nil, err
+	}
+	c.Cgroup = sb.cgroup
+	if err := dir.Save(c); err != nil {
+		return nil, err
+	}
 	sb.gofer = internalCommand("gofer", goferArgs...)
 	sb.gofer.ExtraFiles = childFDs(goferFDs)
 	if g.log.file != nil {
@@ -167,7 +177,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	// Its own session: no signal meant for the CLI's terminal reaches it.
 	sb.gofer.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	confine.GoferProcAttr(sb.gofer.SysProcAttr, os.Geteuid() == 0)
-	if err := sb.gofer.Start(); err != nil {
+	if err := startIn(sb.cgroup, sb.gofer); err != nil {
 		return nil, fmt.Errorf("start gofer: %w", err)
 	}
 
@@ -181,7 +191,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		sb.sentry.SysProcAttr = consoleProcAttr()
 	}
 	confine.SentryProcAttr(sb.sentry.SysProcAttr, sandboxIDs(), os.Geteuid() == 0)
-	if err := sb.sentry.Start(); err != nil {
+	if err := startIn(sb.cgroup, sb.sentry); err != nil {
 		return nil, fmt.Errorf("start sentry: %w", err)
 	}
 	// The children hold their ends now. The CLI's copies must go at once:
@@ -311,8 +321,9 @@ func handshake(conn *os.File, setup control.Setup) error {
 	return resp.Err()
 }
 
-// stop kills and reaps whatever of the sandbox was started. Both are this
-// CLI's children, so their pids are still theirs and need no checking.
+// stop kills and reaps whatever of the sandbox was started, and removes
+// its cgroup. Both are this CLI's children, so their pids are still
+// theirs and need no checking.
 func (sb *sandbox) stop() {
 	for _, cmd := range []*exec.Cmd{sb.sentry, sb.gofer} {
 		if cmd != nil && cmd.Process != nil && cmd.ProcessState == nil {
@@ -320,6 +331,7 @@ func (sb *sandbox) stop() {
 			cmd.Wait()
 		}
 	}
+	sb.cgroup.Destroy(exitTimeout)
 }
 
 // socketPair returns both ends of a close-on-exec unix socket pair of type

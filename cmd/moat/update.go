@@ -10,6 +10,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/moat-sandbox/moat/internal/cgroups"
 	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/internal/state"
 )
@@ -22,9 +23,9 @@ var updateCommand = &command{
 	detail: `
 The limits come from --resources (a file, or - for stdin, holding the JSON of
 config.json's linux.resources) or from the flags, as runc takes them. moat
-records them in the container's state, where 'moat events' reports the
-memory and pids limits; the sentry enforces none of them yet (the sandbox's
-hard limits are still to come) and logs so once.`,
+writes them into the sandbox's host cgroup (the memory limit with the
+sentry's margin above it), hands them to the sentry and records them in the
+container's state, where 'moat events' reports the memory and pids limits.`,
 	setup: func(o *options) func(*globalOptions, []string) error {
 		var u updateOptions
 		o.String(&u.resources, "resources,r", "FILE", "", "the new resources as JSON, or - for stdin")
@@ -83,6 +84,14 @@ func updateContainer(g *globalOptions, id string, u updateOptions) error {
 	}
 	if err := applyUpdateFlags(r, u.flags); err != nil {
 		return err
+	}
+	if err := cgroups.Validate(r, cgroups.OnlineCPUs(), cgroups.OnlineMems()); err != nil {
+		return err
+	}
+	// The host cgroup first: a limit the kernel refuses there (a memory
+	// limit below what the sandbox already uses) changes nothing.
+	if err := c.Cgroup.Apply(r); err != nil {
+		return fmt.Errorf("update container %s: %w", id, err)
 	}
 	if err := control.Call(dir.ControlSocket(), control.Request{Op: control.OpUpdate, Resources: r}, controlTimeout); err != nil {
 		return fmt.Errorf("update container %s: %w", id, err)

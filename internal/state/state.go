@@ -15,6 +15,8 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/moat-sandbox/moat/internal/cgroups"
 )
 
 // Container is the record in state.json.
@@ -29,6 +31,9 @@ type Container struct {
 	Recorded Status  `json:"status"`
 	Sentry   Process `json:"sentry"` // its pid is the container's pid
 	Gofer    Process `json:"gofer"`
+	// Cgroup is the sandbox's cgroup on the host, nil when it has none
+	// (a caller other than root may run a sandbox without).
+	Cgroup *cgroups.Cgroup `json:"cgroup,omitempty"`
 	// Resources are the limits `moat update` set last, nil before.
 	Resources *specs.LinuxResources `json:"resources,omitempty"`
 	// Namespaces lists the config's namespaces that name a path to join
