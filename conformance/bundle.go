@@ -83,6 +83,9 @@ func containerSpec(args []string) *specs.Spec {
 		// A writable /tmp, as container engines give, for the programs
 		// that create files.
 		ocirun.Tmpfs("/tmp", "nosuid", "nodev", "mode=1777", "size=65536k"),
+		// The container's POSIX message queues, as runc's default config
+		// mounts them.
+		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
 	}
 	return spec
 }

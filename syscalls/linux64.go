@@ -18,6 +18,7 @@ const (
 	noteMapEOF    = "a file's pages past its end when mapped stay SIGBUS if the file grows later, and a tmpfs size limit does not count pages first written through a mapping"
 
 	noteMountsInside = "until mounts inside the sandbox's own tree (issue #14)"
+	noteNamespaces   = "new UTS and IPC namespaces (with CAP_SYS_ADMIN); the sandbox has one mount, pid, network, cgroup and time namespace and no user namespaces, and asking for a new one answers EINVAL, as Linux built without that kind does"
 	notePtrace       = "between the sandbox's tasks, under YAMA's ptrace_scope 1; hardware breakpoints and watchpoints are not armed (a DR7 that enables one is ENOSPC), PTRACE_PEEKSIGINFO, PTRACE_GET_THREAD_AREA, PTRACE_SINGLEBLOCK and the seccomp requests answer EIO, there is no PTRACE_EVENT_SECCOMP, and segment registers cannot be changed"
 	noteReserved     = "reserved: Linux has never implemented it and answers ENOSYS"
 	noteOneNode      = "the sandbox has one memory node: Linux built without NUMA answers ENOSYS, which libnuma reads as NUMA unavailable"
@@ -28,7 +29,6 @@ const (
 	areaFiles      = "the file system, issue #9"
 	areaXattr      = "extended attributes, with the file system, issue #9"
 	areaNet        = "sockets and networking, issue #11"
-	areaMQ         = "POSIX message queues, issue #14"
 	areaProcAttr   = "process attributes, issue #14"
 	areaPidfd      = "pidfds, issue #14"
 	areaNamespaces = "namespaces and mounts inside the sandbox, issue #14"
@@ -214,8 +214,8 @@ var table = [...]Entry{
 	167: byDesign("swapon", unix.EPERM, "swap is the host's; Linux gives EPERM without CAP_SYS_ADMIN"),
 	168: byDesign("swapoff", unix.EPERM, "swap is the host's; Linux gives EPERM without CAP_SYS_ADMIN"),
 	169: byDesign("reboot", unix.EPERM, "the guest cannot restart the machine; Linux gives EPERM without CAP_SYS_BOOT"),
-	170: needsPrivilege("sethostname", unix.EPERM, "CAP_SYS_ADMIN", "until UTS namespaces inside the sandbox (issue #14)"),
-	171: needsPrivilege("setdomainname", unix.EPERM, "CAP_SYS_ADMIN", "until UTS namespaces inside the sandbox (issue #14)"),
+	170: full("sethostname", Sethostname),
+	171: full("setdomainname", Setdomainname),
 	172: byDesign("iopl", unix.EPERM, "no port I/O; Linux gives EPERM without CAP_SYS_RAWIO (though it lets anyone lower the level or turn ports off)"),
 	173: byDesign("ioperm", unix.EPERM, "no port I/O; Linux gives EPERM without CAP_SYS_RAWIO (though it lets anyone lower the level or turn ports off)"),
 	174: byDesign("create_module", unix.ENOSYS, "removed from Linux (2.6), which answers ENOSYS"),
@@ -284,12 +284,12 @@ var table = [...]Entry{
 	237: byDesign("mbind", unix.ENOSYS, noteOneNode),
 	238: byDesign("set_mempolicy", unix.ENOSYS, noteOneNode),
 	239: byDesign("get_mempolicy", unix.ENOSYS, noteOneNode),
-	240: notYet("mq_open", areaMQ),
-	241: notYet("mq_unlink", areaMQ),
-	242: notYet("mq_timedsend", areaMQ),
-	243: notYet("mq_timedreceive", areaMQ),
-	244: notYet("mq_notify", areaMQ),
-	245: notYet("mq_getsetattr", areaMQ),
+	240: full("mq_open", MqOpen),
+	241: full("mq_unlink", MqUnlink),
+	242: full("mq_timedsend", MqTimedsend),
+	243: full("mq_timedreceive", MqTimedreceive),
+	244: partial("mq_notify", MqNotify, "SIGEV_SIGNAL, SIGEV_NONE and glibc's SIGEV_THREAD (a cookie to a netlink socket); a signal is still sent after the registering process exec'd, which Linux skips"),
+	245: full("mq_getsetattr", MqGetsetattr),
 	246: byDesign("kexec_load", unix.EPERM, "the guest cannot load a kernel; Linux gives EPERM without CAP_SYS_BOOT"),
 	247: partial("waitid", Waitid, noteRusage),
 	248: notYet("add_key", areaKeys),
@@ -316,7 +316,7 @@ var table = [...]Entry{
 	269: full("faccessat", Faccessat),
 	270: full("pselect6", Pselect6),
 	271: full("ppoll", Ppoll),
-	272: notYet("unshare", areaNamespaces),
+	272: partial("unshare", Unshare, noteNamespaces),
 	273: full("set_robust_list", SetRobustList),
 	274: full("get_robust_list", GetRobustList),
 	275: full("splice", Splice),
@@ -352,7 +352,7 @@ var table = [...]Entry{
 	305: notYet("clock_adjtime", areaClockState),
 	306: full("syncfs", Syncfs),
 	307: partial("sendmmsg", Sendmmsg, noteSendmsg),
-	308: needsPrivilege("setns", unix.EPERM, "CAP_SYS_ADMIN", "until namespaces inside the sandbox (issue #14)"),
+	308: partial("setns", Setns, noteNamespaces),
 	309: full("getcpu", Getcpu),
 	310: notYet("process_vm_readv", areaProcAttr),
 	311: notYet("process_vm_writev", areaProcAttr),

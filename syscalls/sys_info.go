@@ -8,10 +8,12 @@ import (
 	"github.com/moat-sandbox/moat/sentry/kernel"
 )
 
-// Uname implements Linux syscall uname(2).
+// Uname implements Linux syscall uname(2): the names are the caller's
+// UTS namespace's.
 func Uname(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	var u [6][65]byte
-	for i, s := range []string{kernel.OSType, t.Kernel().Hostname, kernel.Release, kernel.Version, kernel.Machine, "(none)"} {
+	hostname, domain := t.UTSNamespace().Names()
+	for i, s := range []string{kernel.OSType, hostname, kernel.Release, kernel.Version, kernel.Machine, domain} {
 		copy(u[i][:64], s)
 	}
 	return 0, copyOutStruct(t, a.Ptr(0), &u)

@@ -25,6 +25,7 @@ import (
 	"github.com/moat-sandbox/moat/sentry/fs/devfs"
 	"github.com/moat-sandbox/moat/sentry/fs/devpts"
 	"github.com/moat-sandbox/moat/sentry/fs/goferfs"
+	"github.com/moat-sandbox/moat/sentry/fs/mqueue"
 	"github.com/moat-sandbox/moat/sentry/fs/overlay"
 	"github.com/moat-sandbox/moat/sentry/fs/procfs"
 	"github.com/moat-sandbox/moat/sentry/fs/sysfs"
@@ -215,7 +216,7 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, k *kerne
 				return vfs.Path{}, err
 			}
 		default:
-			if err := mountFS(root, m, mf, log); err != nil {
+			if err := mountFS(root, m, mf, k.RootIPCNamespace().MQueue(), log); err != nil {
 				return vfs.Path{}, err
 			}
 			ptsMounted = ptsMounted || m.Type == "devpts" && path.Clean(m.Destination) == "/dev/pts"
@@ -226,7 +227,7 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, k *kerne
 		// there, the one runc's default config has.
 		pts := specs.Mount{Destination: "/dev/pts", Type: "devpts", Source: "devpts",
 			Options: append([]string{"nosuid", "noexec"}, devpts.RuncOptions...)}
-		if err := mountFS(root, pts, mf, log); err != nil {
+		if err := mountFS(root, pts, mf, nil, log); err != nil {
 			return vfs.Path{}, err
 		}
 	}
@@ -235,12 +236,11 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, k *kerne
 
 // mountFS mounts a file system the sentry makes for an OCI mount: tmpfs;
 // sysfs, always read-only; a cgroup or cgroup2 mount, an empty read-only
-// cgroup2 tree (sysfs.NewCgroup says what will fill it); mqueue, a mount
-// point that exists (an empty tmpfs of type mqueue: POSIX message queues
-// are not there yet, so nothing makes a queue in it); devpts, a new
+// cgroup2 tree (sysfs.NewCgroup says what will fill it); mqueue, the
+// message queues of mq (the sandbox's IPC namespace's); devpts, a new
 // instance of the sandbox's pseudo-terminals. Other types are logged and
 // skipped.
-func mountFS(root vfs.Path, m specs.Mount, mf *memfile.File, log func(string, ...any)) error {
+func mountFS(root vfs.Path, m specs.Mount, mf *memfile.File, mq *mqueue.Namespace, log func(string, ...any)) error {
 	flags, data := mountFlags(m.Options)
 	switch m.Type {
 	case "tmpfs":
@@ -253,7 +253,7 @@ func mountFS(root vfs.Path, m specs.Mount, mf *memfile.File, log func(string, ..
 		if len(data) > 0 {
 			log("mqueue at %s: options %q ignored", m.Destination, data)
 		}
-		return mountAt(root, m.Destination, tmpfs.New(mf, tmpfs.DefaultOptions()), "mqueue", flags, m.Source, "")
+		return mountAt(root, m.Destination, vfs.NewRoot(mq.Root()), "mqueue", flags, m.Source, "")
 	case "devpts":
 		opts, unknown, err := devpts.ParseOptions(data)
 		if err != nil {

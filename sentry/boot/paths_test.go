@@ -3,12 +3,14 @@ package boot
 import (
 	"strings"
 	"testing"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/platform/fake"
 	"github.com/moat-sandbox/moat/sentry/fs/devfs"
+	"github.com/moat-sandbox/moat/sentry/fs/mqueue"
 	"github.com/moat-sandbox/moat/sentry/fs/procfs"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/kernel/kerneltest"
@@ -51,7 +53,7 @@ func TestGeneratedConfigsMountEveryMountWithoutALogLine(t *testing.T) {
 		}
 		var log logged
 		for _, m := range ms {
-			if err := mountFS(root, m, memFile(t), log.log); err != nil {
+			if err := mountFS(root, m, memFile(t), mqueue.NewNamespace(time.Now, mqueue.NewAccounts()), log.log); err != nil {
 				t.Errorf("%s: mount of %s at %s: %v", name, m.Type, m.Destination, err)
 			}
 		}
@@ -69,7 +71,7 @@ func TestSysfsAndCgroupMountsAreReadOnlyWhateverTheOptions(t *testing.T) {
 		{Destination: "/sys/fs/cgroup", Type: "cgroup2", Options: []string{"nodev"}},
 		{Destination: "/dev/mqueue", Type: "mqueue", Options: []string{"nosuid"}},
 	} {
-		if err := mountFS(root, m, memFile(t), log.log); err != nil {
+		if err := mountFS(root, m, memFile(t), mqueue.NewNamespace(time.Now, mqueue.NewAccounts()), log.log); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -139,7 +141,7 @@ func pathRulesSandbox(t *testing.T) *kerneltest.Sandbox {
 	if err := mountAt(s.Root, "/dev", devfs.New(unix.Timespec{}), "devtmpfs", unix.MS_NOSUID, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := mountFS(s.Root, specs.Mount{Destination: "/sys", Type: "sysfs", Options: []string{"ro"}}, s.MemFile, (&logged{}).log); err != nil {
+	if err := mountFS(s.Root, specs.Mount{Destination: "/sys", Type: "sysfs", Options: []string{"ro"}}, s.MemFile, nil, (&logged{}).log); err != nil {
 		t.Fatal(err)
 	}
 	if err := mountAt(s.Root, "/proc", procfs.New(s.Kernel), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "proc", ""); err != nil {

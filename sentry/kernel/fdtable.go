@@ -75,8 +75,22 @@ func (t *FDTable) closeOnExec() {
 // with the POSIX locks the table's process holds on f's file: closing any
 // fd of a file drops them, as Linux's filp_close does.
 func (t *FDTable) drop(f *vfs.File) {
-	vfs.Locks.ReleasePOSIX(f, t)
+	t.closing(f)
 	f.DecRef()
+}
+
+// Flusher is implemented by files that hear of every close of one of
+// their descriptors, not only the last (Linux's flush): a message queue
+// drops the notification the closing process registered.
+type Flusher interface{ Flush(files any) }
+
+// closing is what closing one of t's descriptors of f does before the
+// reference goes: the POSIX locks and the file's flush.
+func (t *FDTable) closing(f *vfs.File) {
+	vfs.Locks.ReleasePOSIX(f, t)
+	if fl, ok := f.Impl().(Flusher); ok {
+		fl.Flush(t)
+	}
 }
 
 // Get returns the file at fd with a reference the caller must drop.
@@ -159,7 +173,7 @@ func (t *FDTable) Remove(fd int32) (*vfs.File, error) {
 	f := t.files[fd].file
 	t.files[fd] = fdEntry{}
 	t.mu.Unlock()
-	vfs.Locks.ReleasePOSIX(f, t)
+	t.closing(f)
 	return f, nil
 }
 

@@ -73,6 +73,7 @@ type Kernel struct {
 
 	futexes futexTable
 	ipcns   *ipc.Namespace // the sandbox's IPC namespace (task_ipc.go)
+	utsns   *UTSNamespace  // the sandbox's UTS namespace (ns_uts.go)
 	freezer freezer        // pause.go
 	// sigCharges counts each user's POSIX timers against
 	// RLIMIT_SIGPENDING (posix_timer.go).
@@ -112,6 +113,7 @@ func New(c Config) (*Kernel, error) {
 		return nil, err
 	}
 	k.ipcns = k.newRootIPC()
+	k.utsns = newUTSNamespace(c.Hostname, defaultDomain)
 	return k, nil
 }
 

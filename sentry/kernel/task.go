@@ -61,8 +61,10 @@ type Task struct {
 	prctl   Prctl
 	sched   Sched // task_sched.go, under tg.mu as prctl
 	started time.Time
-	// ipcns and semUndo (task_ipc.go) change only in the task itself.
+	// ipcns and semUndo (task_ipc.go) change only in the task itself,
+	// ipcns and utsns under tg.mu (task_unshare.go).
 	ipcns   *ipc.Namespace
+	utsns   *UTSNamespace
 	semUndo *ipc.UndoList
 	// userTime and sysTime are the task's CPU time in ns (cputime.go).
 	userTime, sysTime atomic.Int64
@@ -76,7 +78,7 @@ type Task struct {
 
 // newTask returns a task of tg, not yet registered or running.
 func newTask(k *Kernel, tg *ThreadGroup) *Task {
-	return &Task{k: k, tg: tg, interrupt: make(chan struct{}, 1), started: time.Now(), ipcns: k.ipcns,
+	return &Task{k: k, tg: tg, interrupt: make(chan struct{}, 1), started: time.Now(), ipcns: k.ipcns, utsns: k.utsns,
 		prctl: Prctl{Dumpable: 1, TimerSlack: linuxabi.DEFAULT_TIMER_SLACK_NS, DefaultTimerSlack: linuxabi.DEFAULT_TIMER_SLACK_NS}, altStack: AltStack{Flags: linuxabi.SS_DISABLE}}
 }
 

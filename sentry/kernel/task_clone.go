@@ -22,8 +22,7 @@ type CloneOptions struct {
 	PidFD func(*ThreadGroup) error
 }
 
-// Namespace flags: new namespaces are not offered (a process in the
-// sandbox has no CAP_SYS_ADMIN over it).
+// Namespace flags: task_unshare.go says which are offered.
 const cloneNamespaces = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER |
 	unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME
 
@@ -39,11 +38,18 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 		// Linux before 6.9 has no pidfds of threads.
 		f&unix.CLONE_PIDFD != 0 && (o.PidFD == nil || f&(unix.CLONE_THREAD|unix.CLONE_DETACHED) != 0):
 		return 0, unix.EINVAL
-	case f&cloneNamespaces != 0:
-		return 0, unix.EPERM
+	case f&(unix.CLONE_THREAD|unix.CLONE_NEWUSER) == unix.CLONE_THREAD|unix.CLONE_NEWUSER,
+		f&(unix.CLONE_THREAD|unix.CLONE_NEWPID) == unix.CLONE_THREAD|unix.CLONE_NEWPID,
+		// A new IPC namespace cannot share the old one's undo list.
+		f&(unix.CLONE_NEWIPC|unix.CLONE_SYSVSEM) == unix.CLONE_NEWIPC|unix.CLONE_SYSVSEM:
+		return 0, unix.EINVAL
 	case !ValidSignal(o.ExitSignal) && o.ExitSignal != 0:
 		return 0, unix.EINVAL
-	case f&unix.CLONE_SETTLS != 0 && o.TLS >= uint64(t.mm.MaxAddr()):
+	}
+	if err := t.checkNewNamespaces(f); err != nil {
+		return 0, err
+	}
+	if f&unix.CLONE_SETTLS != 0 && o.TLS >= uint64(t.mm.MaxAddr()) {
 		// As for arch_prctl(ARCH_SET_FS): Linux refuses a base beyond user
 		// space with EPERM, and the host could not load a non-canonical
 		// one into the child's stub thread, which would die of it.
@@ -106,7 +112,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	child.prctl.PdeathSig = 0
 	child.prctl.DefaultTimerSlack = t.prctl.TimerSlack
 	child.sched = forkSched(t.Sched())
-	child.ipcns = t.ipcns
+	t.cloneNamespacesFor(child, f)
 	child.altStack = t.altStack
 	if f&unix.CLONE_VM != 0 && f&unix.CLONE_VFORK == 0 {
 		child.altStack = AltStack{Flags: linuxabi.SS_DISABLE}

@@ -62,9 +62,8 @@ func (f *fs) owned(n *node, get func() (*kernel.Task, error)) *node {
 
 // taskFiles are the files of /proc/<pid> and of /proc/<pid>/task/<tid>
 // under prefix p, about the task get returns: the process as a whole
-// (thread false: its leader, the group's times) or the one thread. There
-// is no ns/: the sandbox's processes share one set of namespaces, which
-// moat does not model.
+// (thread false: its leader, the group's times) or the one thread. ns/
+// has the namespaces a process may have of its own (ns.go).
 func (f *fs) taskFiles(p string, get func() (*kernel.Task, error), thread bool) []child {
 	gen := func(file string, fn func(t *kernel.Task) ([]byte, error)) child {
 		n := f.file(p+file, func() ([]byte, error) {
@@ -129,6 +128,7 @@ func (f *fs) taskFiles(p string, get func() (*kernel.Task, error), thread bool) 
 		}),
 		{"fd", f.owned(f.fdDir(p+"fd", get), get)},
 		{"fdinfo", f.owned(f.fdInfoDir(p+"fdinfo", get), get)},
+		{"ns", f.owned(f.nsDir(p+"ns", get), get)},
 	}
 }
 

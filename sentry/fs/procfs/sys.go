@@ -10,22 +10,25 @@ import (
 	"github.com/moat-sandbox/moat/sentry/fs/pipe"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/mm"
+	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
 // sysDir is /proc/sys: the sysctls programs read to learn the kernel's
 // limits and identity. Linux lets root write most of them; the sandbox's
 // kernel has none a guest may change, so a write is refused at open with
 // EACCES, as Linux refuses a read-only sysctl even to root, except for
-// hostname, which is as writable as Linux makes it (0644) and then
-// refused as sethostname(2) is (EPERM) until the sandbox has UTS
-// namespaces of its own. The entries:
+// hostname and domainname, which are the reader's (and writer's) UTS
+// namespace's, written as sethostname(2) and setdomainname(2) would
+// (EPERM without CAP_SYS_ADMIN). The entries:
 //
-//	kernel/{hostname,osrelease,ostype,version,pid_max,threads-max,ngroups_max,
+//	kernel/{hostname,domainname,osrelease,ostype,version,pid_max,threads-max,ngroups_max,
 //	        cap_last_cap,overflowuid,overflowgid} and the System V limits
 //	        (sysvipc.go)
 //	kernel/random/{boot_id,uuid,entropy_avail,poolsize}
 //	vm/{overcommit_memory,overcommit_ratio,max_map_count,mmap_min_addr}
 //	fs/{file-max,nr_open,pipe-max-size}
+//	fs/mqueue/{msg_max,msgsize_max,queues_max,msg_default,msgsize_default}
+//	        (sysvipc.go)
 //	fs/inotify/{max_user_watches,max_user_instances,max_queued_events}
 //	net/{core,ipv4,ipv6,unix}/... (net.go)
 func (f *fs) sysDir() *node {
@@ -38,12 +41,12 @@ func (f *fs) sysDir() *node {
 		name := path[strings.LastIndexByte(path, '/')+1:]
 		return child{name, f.dir("sys/"+path, false, func() []child { return cs })}
 	}
-	hostname := f.file("sys/kernel/hostname", func() ([]byte, error) { return []byte(f.k.Hostname + "\n"), nil })
-	hostname.writable(64, func(*kernel.Task, []byte) error { return unix.EPERM })
+	hostname := f.utsName("sys/kernel/hostname", true)
+	domainname := f.utsName("sys/kernel/domainname", false)
 	// boot_id names this boot of the sandbox; uuid is new at each read.
 	bootID := randomUUID()
 	kernelDir := dir("kernel", append(f.ipcSysctls(), // sysvipc.go
-		child{"hostname", hostname},
+		child{"hostname", hostname}, child{"domainname", domainname},
 		value("kernel/osrelease", kernel.Release), value("kernel/ostype", kernel.OSType),
 		value("kernel/version", kernel.Version),
 		value("kernel/core_pattern", kernel.CorePattern), number("kernel/core_uses_pid", 0),
@@ -66,7 +69,7 @@ func (f *fs) sysDir() *node {
 			dir("vm", number("vm/overcommit_memory", 0), number("vm/overcommit_ratio", 50),
 				number("vm/max_map_count", 65530), number("vm/mmap_min_addr", mm.MinAddr)),
 			dir("fs", number("fs/nr_open", 1<<20), number("fs/file-max", 9223372036854775807),
-				number("fs/pipe-max-size", pipe.MaxSize),
+				number("fs/pipe-max-size", pipe.MaxSize), f.mqueueSysctls("fs/mqueue"),
 				dir("fs/inotify", number("fs/inotify/max_user_watches", 8192),
 					number("fs/inotify/max_user_instances", 128), number("fs/inotify/max_queued_events", inotify.MaxQueuedEvents))),
 			f.sysNetDir(), // net.go
@@ -80,4 +83,47 @@ func randomUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// utsName is kernel/hostname (host) or kernel/domainname: the opener's
+// UTS namespace's name, which a write with CAP_SYS_ADMIN sets (up to 64
+// bytes, a trailing newline dropped).
+func (f *fs) utsName(path string, host bool) *node {
+	names := func(t *kernel.Task) string {
+		h, d := t.UTSNamespace().Names()
+		if host {
+			return h
+		}
+		return d
+	}
+	n := f.file(path, func() ([]byte, error) {
+		h, d := f.k.RootUTSNamespace().Names()
+		if host {
+			return []byte(h + "\n"), nil
+		}
+		return []byte(d + "\n"), nil
+	})
+	n.writable(64, func(w *kernel.Task, data []byte) error {
+		if !w.Capable(unix.CAP_SYS_ADMIN) {
+			return unix.EPERM
+		}
+		name := strings.TrimSuffix(string(data), "\n")
+		if host {
+			w.UTSNamespace().SetHostname(name)
+		} else {
+			w.UTSNamespace().SetDomainname(name)
+		}
+		return nil
+	})
+	n.openAs = func(c vfs.Context, flags int) (vfs.FileImpl, error) {
+		t, ok := c.(*kernel.Task)
+		if !ok || flags&unix.O_ACCMODE == unix.O_WRONLY {
+			return n.Open(flags)
+		}
+		if flags&unix.O_ACCMODE != unix.O_RDONLY && n.write == nil {
+			return nil, unix.EACCES
+		}
+		return &snapshot{node: n, data: []byte(names(t) + "\n")}, nil
+	}
+	return n
 }

@@ -3,6 +3,7 @@ package procfs
 import (
 	"fmt"
 
+	"github.com/moat-sandbox/moat/sentry/fs/mqueue"
 	"github.com/moat-sandbox/moat/sentry/kernel/ipc"
 )
 
@@ -41,4 +42,21 @@ func (f *fs) ipcSysctls() []child {
 		fixed("shm_rmid_forced", "0"),
 		fixed("shm_next_id", "-1"), fixed("sem_next_id", "-1"), fixed("msg_next_id", "-1"),
 	}
+}
+
+// mqueueSysctls is /proc/sys/fs/mqueue: the POSIX message queue limits of
+// the sandbox's IPC namespace.
+func (f *fs) mqueueSysctls(path string) child {
+	ns := f.k.RootIPCNamespace().MQueue()
+	value := func(name string, v func(l mqueue.Limits) int64) child {
+		return child{name, f.file("sys/"+path+"/"+name, func() ([]byte, error) { return []byte(fmt.Sprint(v(ns.Limits())) + "\n"), nil })}
+	}
+	cs := []child{
+		value("msg_max", func(l mqueue.Limits) int64 { return l.MsgMax }),
+		value("msgsize_max", func(l mqueue.Limits) int64 { return l.MsgSizeMax }),
+		value("queues_max", func(l mqueue.Limits) int64 { return l.QueuesMax }),
+		value("msg_default", func(l mqueue.Limits) int64 { return l.MsgDefault }),
+		value("msgsize_default", func(l mqueue.Limits) int64 { return l.MsgSizeDefault }),
+	}
+	return child{"mqueue", f.dir("sys/"+path, false, func() []child { return cs })}
 }

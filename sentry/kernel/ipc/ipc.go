@@ -16,6 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/linuxabi"
+	"github.com/moat-sandbox/moat/sentry/fs/mqueue"
+	"github.com/moat-sandbox/moat/sentry/fs/nsfs"
 	"github.com/moat-sandbox/moat/sentry/memfile"
 )
 
@@ -48,10 +50,13 @@ func DefaultLimits() Limits {
 		MsgMax: linuxabi.MSGMAX, MsgMNB: linuxabi.MSGMNB, MsgMNI: linuxabi.MSGMNI}
 }
 
-// Namespace is one IPC namespace's System V objects.
+// Namespace is one IPC namespace: its System V objects, and its POSIX
+// message queues (mqueue), which live beside them.
 type Namespace struct {
 	mf  *memfile.File
 	now func() time.Time
+	mq  *mqueue.Namespace
+	id  uint64 // the inode number /proc/<pid>/ns/ipc shows
 
 	mu       sync.Mutex
 	limits   Limits
@@ -65,9 +70,24 @@ type Namespace struct {
 // NewNamespace returns an empty namespace whose segments live in mf and
 // whose times come from now (the guest's realtime clock).
 func NewNamespace(mf *memfile.File, now func() time.Time) *Namespace {
-	return &Namespace{mf: mf, now: now, limits: DefaultLimits(),
+	return newNamespace(mf, now, mqueue.NewAccounts())
+}
+
+func newNamespace(mf *memfile.File, now func() time.Time, accounts *mqueue.Accounts) *Namespace {
+	return &Namespace{mf: mf, now: now, mq: mqueue.NewNamespace(now, accounts), id: nsfs.NewIno(), limits: DefaultLimits(),
 		shms: newIDs[*Shm](), sems: newIDs[*SemSet](), msgs: newIDs[*MsgQueue]()}
 }
+
+// New returns a new, empty namespace beside ns (unshare or clone with
+// CLONE_NEWIPC): its segments in the same memory file, its queues charged
+// to the same users' RLIMIT_MSGQUEUE.
+func (ns *Namespace) New() *Namespace { return newNamespace(ns.mf, ns.now, ns.mq.Accounts()) }
+
+// ID is the namespace's inode number, as /proc/<pid>/ns/ipc shows it.
+func (ns *Namespace) ID() uint64 { return ns.id }
+
+// MQueue returns the namespace's POSIX message queues.
+func (ns *Namespace) MQueue() *mqueue.Namespace { return ns.mq }
 
 // Limits returns the namespace's limits.
 func (ns *Namespace) Limits() Limits {

@@ -232,6 +232,16 @@ func (s *sock) SendMsg(t *kernel.Task, src *vfs.IOSeq, m *socket.SendMessage) (i
 	return n, nil
 }
 
+// Deliver queues a datagram the kernel sends the socket: a message
+// queue's SIGEV_THREAD notification cookie (mq_notify), which glibc's
+// helper thread reads.
+func (s *sock) Deliver(datagram []byte) {
+	s.mu.Lock()
+	s.recvq = append(s.recvq, datagram)
+	s.mu.Unlock()
+	s.queue.Notify(waiter.ReadableEvents)
+}
+
 // RecvMsg implements socket.Socket: a datagram at a time, with
 // MSG_PEEK and MSG_TRUNC as netlink_recvmsg gives them.
 func (s *sock) RecvMsg(t *kernel.Task, dst *vfs.IOSeq, m *socket.RecvMessage) (int, error) {

@@ -1,0 +1,152 @@
+package kernel
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/kernel/ipc"
+)
+
+// A task's namespaces. The sandbox has UTS and IPC namespaces of its own
+// to give: unshare(2) and clone(2) make new ones for a task with
+// CAP_SYS_ADMIN, setns(2) joins one. The other kinds (mount, pid, net,
+// cgroup, time, user) the sandbox has one of each: asked for a new one,
+// it answers as Linux built without that kind does (EINVAL), after the
+// privilege check (EPERM) Linux makes first. A task's namespaces change
+// only in the task itself, under its process's mu, which others hold to
+// read them (/proc/<pid>/ns).
+
+// newNamespaces are the kinds the kernel can make.
+const newNamespaces = unix.CLONE_NEWUTS | unix.CLONE_NEWIPC
+
+// checkNewNamespaces is the check clone and unshare make of the
+// namespaces flags ask for.
+func (t *Task) checkNewNamespaces(flags uint64) error {
+	if flags&unix.CLONE_NEWUSER != 0 {
+		return unix.EINVAL // no user namespaces: Linux without CONFIG_USER_NS
+	}
+	if flags&cloneNamespaces == 0 {
+		return nil
+	}
+	if !t.Capable(unix.CAP_SYS_ADMIN) {
+		return unix.EPERM
+	}
+	if flags&cloneNamespaces&^newNamespaces != 0 {
+		return unix.EINVAL
+	}
+	return nil
+}
+
+// UTSNamespace is the task's UTS namespace.
+func (t *Task) UTSNamespace() *UTSNamespace { return t.utsns }
+
+// RootUTSNamespace is the sandbox's first UTS namespace.
+func (k *Kernel) RootUTSNamespace() *UTSNamespace { return k.utsns }
+
+// Namespaces returns task's UTS and IPC namespaces, for another task to
+// look at.
+func (t *Task) Namespaces() (*UTSNamespace, *ipc.Namespace) {
+	t.tg.mu.Lock()
+	defer t.tg.mu.Unlock()
+	return t.utsns, t.ipcns
+}
+
+// setNamespaces changes the task's namespaces (nil: the same).
+func (t *Task) setNamespaces(uts *UTSNamespace, ipcns *ipc.Namespace) {
+	t.tg.mu.Lock()
+	defer t.tg.mu.Unlock()
+	if uts != nil {
+		t.utsns = uts
+	}
+	if ipcns != nil {
+		t.ipcns = ipcns
+	}
+}
+
+// cloneNamespacesFor gives child its namespaces: t's, or new ones as
+// flags ask (already checked).
+func (t *Task) cloneNamespacesFor(child *Task, flags uint64) {
+	child.utsns, child.ipcns = t.utsns, t.ipcns
+	if flags&unix.CLONE_NEWUTS != 0 {
+		child.utsns = t.utsns.copy()
+	}
+	if flags&unix.CLONE_NEWIPC != 0 {
+		child.ipcns = t.ipcns.New()
+	}
+}
+
+// unshareFlags are those unshare(2) knows.
+const unshareFlags = unix.CLONE_THREAD | unix.CLONE_FS | unix.CLONE_SIGHAND | unix.CLONE_VM | unix.CLONE_FILES |
+	unix.CLONE_SYSVSEM | cloneNamespaces
+
+// Unshare implements unshare(2): a file table, a file-system context and
+// namespaces of the task's own, and its semaphore undo list dropped
+// (CLONE_SYSVSEM, which CLONE_NEWIPC implies). CLONE_THREAD, CLONE_SIGHAND
+// and CLONE_VM are accepted while nothing shares them, as on Linux.
+func (t *Task) Unshare(flags uint64) error {
+	if flags&^unshareFlags != 0 {
+		return unix.EINVAL
+	}
+	if flags&unix.CLONE_NEWUSER != 0 {
+		flags |= unix.CLONE_THREAD | unix.CLONE_FS
+	}
+	if flags&unix.CLONE_VM != 0 {
+		flags |= unix.CLONE_SIGHAND
+	}
+	if flags&unix.CLONE_SIGHAND != 0 {
+		flags |= unix.CLONE_THREAD
+	}
+	if flags&unix.CLONE_NEWNS != 0 {
+		flags |= unix.CLONE_FS
+	}
+	if flags&(unix.CLONE_THREAD|unix.CLONE_SIGHAND|unix.CLONE_VM) != 0 {
+		t.tg.mu.Lock()
+		alone := len(t.tg.tasks) == 1
+		t.tg.mu.Unlock()
+		if !alone {
+			return unix.EINVAL
+		}
+		// A signal table is shared only along with the memory
+		// (CLONE_SIGHAND needs CLONE_VM), so one question answers both.
+		if flags&(unix.CLONE_SIGHAND|unix.CLONE_VM) != 0 && t.mm.Users() > 1 {
+			return unix.EINVAL
+		}
+	}
+	if err := t.checkNewNamespaces(flags); err != nil {
+		return err
+	}
+	if flags&unix.CLONE_FS != 0 {
+		t.fs = t.fs.Fork()
+	}
+	if flags&unix.CLONE_FILES != 0 && t.fds.shared() {
+		fds := t.fds.Fork()
+		t.fds.DecRef()
+		t.fds = fds
+	}
+	if flags&(unix.CLONE_SYSVSEM|unix.CLONE_NEWIPC) != 0 {
+		t.releaseSemUndo()
+	}
+	var uts *UTSNamespace
+	var ipcns *ipc.Namespace
+	if flags&unix.CLONE_NEWUTS != 0 {
+		uts = t.utsns.copy()
+	}
+	if flags&unix.CLONE_NEWIPC != 0 {
+		ipcns = t.ipcns.New()
+	}
+	t.setNamespaces(uts, ipcns)
+	return nil
+}
+
+// SetNS implements setns(2) on a namespace file: joining uts or ipc, a
+// UTS or IPC namespace (CAP_SYS_ADMIN, EPERM without). Joining an IPC
+// namespace drops the undo list, as unshare does.
+func (t *Task) SetNS(uts *UTSNamespace, ipcns *ipc.Namespace) error {
+	if !t.Capable(unix.CAP_SYS_ADMIN) {
+		return unix.EPERM
+	}
+	if ipcns != nil {
+		t.releaseSemUndo()
+	}
+	t.setNamespaces(uts, ipcns)
+	return nil
+}
