@@ -141,12 +141,13 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		defer dev.Close()
 		sentryFDs[control.BootKVMFD] = dev
 	}
-	var bindIndexes []int
+	var binds []control.Bind
 	for i, m := range b.Binds {
 		goferArgs = append(goferArgs, "--bind", bindArg(m))
 		goferFDs[control.GoferBindFD0+i] = goferEnds[1+i]
 		sentryFDs[control.BootBindFD0+i] = sentryGoferEnds[1+i]
-		bindIndexes = append(bindIndexes, m.Index)
+		root, source := hostOrigin(m.Source)
+		binds = append(binds, control.Bind{Index: m.Index, HostRoot: root, HostSource: source})
 	}
 	goferArgs = append(goferArgs, goferPrivilegeArgs(b.Spec.Process)...)
 	if mode := os.Getenv(hostCallsEnv); mode != "" {
@@ -220,7 +221,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		LogPath:   g.log.path,
 		LogFormat: g.logFormat,
 		Debug:     g.debug,
-		Binds:     bindIndexes,
+		Binds:     binds,
 
 		RootfsWrites:  writes,
 		OverlayMemory: overlayMemory,

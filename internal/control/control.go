@@ -44,6 +44,17 @@ const (
 	GoferBindFD0 = 4
 )
 
+// Bind is a bind mount of a host directory or file: its index in
+// Spec.Mounts, and where its source lies on the host, as the host's
+// mountinfo says and the guest's shows it (as Linux shows a bind mount):
+// the path within the file system that holds it, and that file system's
+// source.
+type Bind struct {
+	Index      int    `json:"index"`
+	HostRoot   string `json:"hostRoot,omitempty"`
+	HostSource string `json:"hostSource,omitempty"`
+}
+
 // Setup is what `moat create` hands to the sentry once, over BootSetupFD.
 // The sentry reads no host file: the bundle's config arrives here, parsed.
 type Setup struct {
@@ -53,9 +64,9 @@ type Setup struct {
 	LogPath   string      `json:"logPath,omitempty"` // the log on BootLogFD, for messages
 	LogFormat string      `json:"logFormat,omitempty"`
 	Debug     bool        `json:"debug,omitempty"`
-	// Binds are the indexes in Spec.Mounts of the bind mounts, whose gofer
-	// sockets are on BootBindFD0 onwards, in this order.
-	Binds []int `json:"binds,omitempty"`
+	// Binds are the bind mounts whose gofer sockets are on BootBindFD0
+	// onwards, in this order.
+	Binds []Bind `json:"binds,omitempty"`
 	// RootfsWrites says where writes to a writable root go:
 	// bundle.WritesOverlay (an upper layer in the sandbox, over the image
 	// that the gofer serves read-only) or bundle.WritesHost.

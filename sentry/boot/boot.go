@@ -194,14 +194,14 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, k *kerne
 		}
 	}
 	bindFD := make(map[int]int, len(setup.Binds))
-	for j, index := range setup.Binds {
-		bindFD[index] = control.BootBindFD0 + j
+	for j, b := range setup.Binds {
+		bindFD[b.Index] = j
 	}
 	ptsMounted := false
 	for i, m := range spec.Mounts {
-		switch fd, isBind := bindFD[i]; {
+		switch j, isBind := bindFD[i]; {
 		case isBind:
-			if err := mountBind(root, m, gofer.NewClient(fd), mf); err != nil {
+			if err := mountBind(root, m, setup.Binds[j], gofer.NewClient(control.BootBindFD0+j), mf); err != nil {
 				return vfs.Path{}, err
 			}
 		case path.Clean(m.Destination) == "/dev":
@@ -306,13 +306,23 @@ func mountRoot(readonly bool, writes string, overlayMemory int64, c *gofer.Clien
 // OCI mount's flags (ro, nosuid, nodev, noexec). Its files' pages are
 // cached only while mapped: the host may change a bind-mounted tree
 // behind the sandbox.
-func mountBind(root vfs.Path, m specs.Mount, c *gofer.Client, mf *memfile.File) error {
+func mountBind(root vfs.Path, m specs.Mount, b control.Bind, c *gofer.Client, mf *memfile.File) error {
 	d, err := goferfs.New(c, mf, false)
 	if err != nil {
 		return fmt.Errorf("mounts: bind mount at %s: %w", m.Destination, err)
 	}
 	flags, _ := mountFlags(m.Options)
-	return mountAt(root, m.Destination, d, fsTypeOf(d), flags, m.Source, "")
+	source := b.HostSource
+	if source == "" {
+		source = m.Source
+	}
+	mnt, err := attachAt(root, m.Destination, d, fsTypeOf(d), flags)
+	if err != nil {
+		return err
+	}
+	mnt.SetSource(source, "")
+	mnt.SetHostRoot(b.HostRoot)
+	return nil
 }
 
 // fsTypeOf names the host file system under a gofer tree, for /proc/mounts,
@@ -411,21 +421,30 @@ func mountFlags(options []string) (int, []string) {
 // or a file for a file system that is one file. source and data are what
 // /proc/<pid>/mountinfo shows of it.
 func mountAt(root vfs.Path, dest string, fsRoot *vfs.Dentry, fsType string, flags int, source, data string) error {
-	dest = path.Clean(dest)
-	if dest == "/" {
-		return fmt.Errorf("mount at /: only the root file system goes there")
-	}
-	point, err := vfs.MakeMountPath(root, dest, fsRoot.IsDir())
+	m, err := attachAt(root, dest, fsRoot, fsType, flags)
 	if err != nil {
-		return fmt.Errorf("mount %s at %s: %w", fsType, dest, err)
-	}
-	m, err := vfs.Attach(point, fsRoot, fsType, flags)
-	if err != nil {
-		return fmt.Errorf("mount %s at %s: %w", fsType, dest, err)
+		return err
 	}
 	if source == "" {
 		source = fsType
 	}
 	m.SetSource(source, data)
 	return nil
+}
+
+// attachAt is mountAt before the mount's source is set.
+func attachAt(root vfs.Path, dest string, fsRoot *vfs.Dentry, fsType string, flags int) (*vfs.Mount, error) {
+	dest = path.Clean(dest)
+	if dest == "/" {
+		return nil, fmt.Errorf("mount at /: only the root file system goes there")
+	}
+	point, err := vfs.MakeMountPath(root, dest, fsRoot.IsDir())
+	if err != nil {
+		return nil, fmt.Errorf("mount %s at %s: %w", fsType, dest, err)
+	}
+	m, err := vfs.Attach(point, fsRoot, fsType, flags)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s at %s: %w", fsType, dest, err)
+	}
+	return m, nil
 }

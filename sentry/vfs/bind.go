@@ -48,7 +48,7 @@ func BindMount(src, dst Path, flags int) (*Mount, error) {
 // from's, the mount's flags are flags.
 func bindOf(from *Mount, root *Dentry, flags int) *Mount {
 	meta := newMountMeta(false, 0)
-	meta.source, meta.data, meta.superRO = from.meta.source, from.meta.data, from.meta.superRO
+	meta.source, meta.data, meta.superRO, meta.hostRoot = from.meta.source, from.meta.data, from.meta.superRO, from.meta.hostRoot
 	return &Mount{root: root, Type: from.Type, Flags: flags, meta: meta}
 }
 

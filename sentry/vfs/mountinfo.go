@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"path"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,11 @@ type mountMeta struct {
 	// superRO is whether the file system itself is read-only (a mount made
 	// with MS_RDONLY); a read-only bind of a writable tree is not.
 	superRO bool
+	// hostRoot is, for a file system the gofer serves from a host
+	// directory, that directory's path within the host file system that
+	// holds it: mountinfo shows the mount's root under it, as Linux shows
+	// a bind mount's.
+	hostRoot string
 }
 
 var lastMountID atomic.Int32
@@ -45,6 +51,10 @@ func (m *Mount) SetSource(source, data string) {
 	}
 	m.meta.source, m.meta.data = source, data
 }
+
+// SetHostRoot records that the mount's file system is the host directory
+// at root within its host file system (see mountMeta.hostRoot).
+func (m *Mount) SetHostRoot(root string) { m.meta.hostRoot = root }
 
 // ID is the mount's id in /proc/<pid>/mountinfo.
 func (m *Mount) ID() int32 { return m.meta.id }
@@ -92,7 +102,11 @@ func Mounts(root Path) []MountInfo {
 		if st, err := m.root.inode.Stat(); err == nil {
 			dev = st.Dev
 		}
-		out[i] = MountInfo{ID: m.meta.id, ParentID: parent, Dev: dev, Root: fsPath(m.root),
+		fsRoot := fsPath(m.root)
+		if m.meta.hostRoot != "" {
+			fsRoot = path.Join(m.meta.hostRoot, fsRoot)
+		}
+		out[i] = MountInfo{ID: m.meta.id, ParentID: parent, Dev: dev, Root: fsRoot,
 			Path: PathName(m.Root(), root), Type: m.Type, Source: m.meta.source, Flags: m.Flags,
 			SuperRO: m.meta.superRO, Data: m.meta.data}
 	}
