@@ -39,7 +39,7 @@ var mountOptions = []string{"async", "atime", "bind", "defaults", "dev", "dirati
 	"ro", "rw", "shared", "slave", "strictatime", "suid", "sync", "tmpcopyup", "unbindable"}
 
 func moatFeatures() features.Features {
-	no := false
+	no, yes := false, true
 	caps := make([]string, 0, len(boot.CapNames))
 	for _, c := range boot.CapNames {
 		caps = append(caps, "CAP_"+c)
@@ -54,10 +54,12 @@ func moatFeatures() features.Features {
 		Linux: &features.Linux{
 			Namespaces:   []string{"cgroup", "ipc", "mount", "network", "pid", "user", "uts"},
 			Capabilities: caps,
-			Cgroup:       &features.Cgroup{V1: &no, V2: &no, Systemd: &no, SystemdUser: &no},
-			Seccomp:      &features.Seccomp{Enabled: &no},
-			Apparmor:     &features.Apparmor{Enabled: &no},
-			Selinux:      &features.Selinux{Enabled: &no},
+			// The sandbox's host cgroup (internal/cgroups); with
+			// --systemd-cgroup moat makes the unit's cgroup itself.
+			Cgroup:   &features.Cgroup{V1: &yes, V2: &yes, Systemd: &yes, SystemdUser: &no},
+			Seccomp:  &features.Seccomp{Enabled: &no},
+			Apparmor: &features.Apparmor{Enabled: &no},
+			Selinux:  &features.Selinux{Enabled: &no},
 		},
 		Annotations: map[string]string{
 			"org.opencontainers.runc.checkpoint.enabled": "false",

@@ -15,9 +15,11 @@ import (
 // On cgroup v2 the device controller is a program: a
 // BPF_PROG_TYPE_CGROUP_DEVICE program attached to the cgroup sees each
 // open or mknod of a device node by its processes and answers 1 (allow)
-// or 0 (deny). The one moat attaches decides as v1's devices.allow and
-// devices.deny would after deny-all: the config's rules, the last that
-// matches deciding, and anything no rule matches denied.
+// or 0 (deny). The one moat attaches takes the config's rules as runc's
+// does: the last rule that matches the device and covers every access
+// asked decides, and a device no rule matches is denied. (v1's kernel
+// list differs in one corner: there a deny rule only takes back an allow
+// of exactly the same devices.)
 
 // The program's context, struct bpf_cgroup_dev_ctx (linux/bpf.h): the
 // access type (the device type in the low 16 bits, the access in the
