@@ -113,6 +113,7 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any), confine fu
 		}
 	}
 	init.Seccomp = filter
+	init.PlainSignals = spec.Annotations[InitSignalsAnnotation] == InitSignalsPlain
 	if init.Stdio, err = stdioFiles(); err != nil {
 		return nil, err
 	}

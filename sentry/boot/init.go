@@ -18,6 +18,14 @@ type specsSpec = specs.Spec
 
 var timeNow = time.Now
 
+// InitSignalsAnnotation, set to InitSignalsPlain in config.json's
+// annotations, makes init take signals as any process does
+// (kernel.InitSpec.PlainSignals); `moat sandbox` sets it.
+const (
+	InitSignalsAnnotation = "dev.moat.init-signals"
+	InitSignalsPlain      = "plain"
+)
+
 // defaultUmask is what runc gives a process whose config sets none.
 const defaultUmask = 0o022
 

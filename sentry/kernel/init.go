@@ -43,6 +43,12 @@ type InitSpec struct {
 	// OOMScoreAdj, if set, is the process's oom_score_adj, written as
 	// runc writes it (with CAP_SYS_RESOURCE: the floor moves with it).
 	OOMScoreAdj *int
+	// PlainSignals, for init alone, drops init's immunity to the signals
+	// it has no handler for (Linux's SIGNAL_UNKILLABLE): it takes them as
+	// any process does. `moat sandbox` sets it: its command is pid 1 only
+	// because the sandbox has pids of its own, and must end on the
+	// caller's Ctrl-C or SIGTERM as it would on the host.
+	PlainSignals bool
 }
 
 // InitError is a problem with the init process's configuration, worded for
@@ -63,6 +69,7 @@ func (k *Kernel) CreateInit(s InitSpec) error {
 	k.registerLocked(tg, s.Console)
 	k.nextTID = 2
 	k.init = tg
+	k.initPlainSignals = s.PlainSignals
 	k.treeMu.Unlock()
 	return nil
 }

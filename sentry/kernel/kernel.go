@@ -66,6 +66,9 @@ type Kernel struct {
 	nproc   map[uint32]int         // living tasks and unreaped zombies by real uid (RLIMIT_NPROC)
 	tgs     map[int32]*ThreadGroup // processes by pid, zombies included
 	init    *ThreadGroup
+	// initPlainSignals is init's InitSpec.PlainSignals, set before any
+	// task runs.
+	initPlainSignals bool
 	// ptraceZombies are traced tasks that have ended and whose tracers
 	// have not reaped them, by thread id (ptrace_wait.go): their ids are
 	// not free yet.

@@ -104,9 +104,14 @@ func (tg *ThreadGroup) SIDOf() int32 {
 // IsInit reports whether tg is the sandbox's init.
 func (tg *ThreadGroup) IsInit() bool { return tg == tg.k.init }
 
+// signalImmune reports whether tg is an init that ignores the signals it
+// has no handler for (unless InitSpec.PlainSignals said otherwise).
+func (tg *ThreadGroup) signalImmune() bool { return tg == tg.k.init && !tg.k.initPlainSignals }
+
 // Unkillable reports whether sig, sent from inside the sandbox, cannot
 // reach tg: init takes SIGKILL and SIGSTOP only from outside (Linux's
-// SIGNAL_UNKILLABLE); other signals it has no handler for it ignores.
+// SIGNAL_UNKILLABLE); other signals it has no handler for it ignores. An
+// init with InitSpec.PlainSignals takes them as any process does.
 func (tg *ThreadGroup) Unkillable(sig int) bool {
-	return tg.IsInit() && (sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP))
+	return tg.signalImmune() && (sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP))
 }

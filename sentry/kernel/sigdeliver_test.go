@@ -414,3 +414,34 @@ func TestAHandlerWithSAONSTACKRunsOnTheAlternateStack(t *testing.T) {
 		}
 	})
 }
+
+func TestAnInitWithPlainSignalsDiesOfASignalItHasNoHandlerFor(t *testing.T) {
+	s := newSandbox(t)
+	s.Start(func(g *fake.Guest) {
+		if errno := kill(g, 1, unix.SIGTERM); errno != 0 {
+			t.Errorf("kill(1, SIGTERM) = %v, want 0", errno)
+		}
+		for range 1000 { // bounded: a signal that never comes fails the test, not the run
+			g.Compute(10 * time.Millisecond)
+		}
+	}, kerneltest.Init{PlainSignals: true})
+	if st := s.Wait(); st != (kernel.ExitStatus{Signo: int(unix.SIGTERM)}) {
+		t.Errorf("init ended with %+v, want killed by SIGTERM", st)
+	}
+}
+
+func TestAnInitWithPlainSignalsDiesOfASignalFromOutside(t *testing.T) {
+	s := newSandbox(t)
+	running := make(chan struct{})
+	s.Start(func(g *fake.Guest) {
+		close(running)
+		for range 1000 {
+			g.Compute(10 * time.Millisecond)
+		}
+	}, kerneltest.Init{PlainSignals: true})
+	<-running
+	s.Kernel.SignalInit(int(unix.SIGINT))
+	if st := s.Wait(); st != (kernel.ExitStatus{Signo: int(unix.SIGINT)}) {
+		t.Errorf("init ended with %+v, want killed by SIGINT", st)
+	}
+}

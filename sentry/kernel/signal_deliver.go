@@ -164,7 +164,7 @@ func (t *Task) handleSignals() {
 			tg.stopLocked(sig)
 			tg.mu.Unlock()
 		default:
-			if tg == t.k.init && info.Code != linuxabi.SI_KERNEL && !isFault(sig) {
+			if tg.signalImmune() && info.Code != linuxabi.SI_KERNEL && !isFault(sig) {
 				tg.mu.Unlock() // init is immune to signals it has no handler for
 				continue
 			}

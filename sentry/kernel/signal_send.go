@@ -64,7 +64,7 @@ func (tg *ThreadGroup) ignoredLocked(sig int) bool {
 	case act.Handler != linuxabi.SIG_DFL:
 		return false
 	case defaultActionOf(sig) == actIgnore:
-	case tg == tg.k.init && sig != int(unix.SIGKILL):
+	case tg.signalImmune() && sig != int(unix.SIGKILL):
 	default:
 		return false
 	}

@@ -176,6 +176,8 @@ type Init struct {
 	Argv   []string // default: the program's path
 	Env    []string
 	Cwd    string // default: /
+	// PlainSignals is kernel.InitSpec.PlainSignals.
+	PlainSignals bool
 }
 
 // Start runs main as the sandbox's init (pid 1) and returns at once.
@@ -184,7 +186,7 @@ func (s *Sandbox) Start(main fake.Program, in Init) {
 	name := "/bin/init"
 	s.AddProgram(name, main)
 	spec := kernel.InitSpec{Argv: in.Argv, Env: in.Env, Cwd: in.Cwd, UID: in.UID, GID: in.GID, Groups: in.Groups,
-		Umask: 0o022, Limits: in.Limits}
+		Umask: 0o022, Limits: in.Limits, PlainSignals: in.PlainSignals}
 	if len(spec.Argv) == 0 {
 		spec.Argv = []string{name}
 	}
