@@ -177,7 +177,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	}
 	// Its own session: no signal meant for the CLI's terminal reaches it.
 	sb.gofer.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	confine.GoferProcAttr(sb.gofer.SysProcAttr, os.Geteuid() == 0)
+	confine.GoferProcAttr(sb.gofer.SysProcAttr, sandboxIDs(), os.Geteuid() == 0)
 	if err := startIn(sb.cgroup, sb.gofer); err != nil {
 		return nil, fmt.Errorf("start gofer: %w", err)
 	}
@@ -269,7 +269,9 @@ func goferPrivilegeArgs(p *specs.Process) []string {
 	}
 	keep, ids := confine.GoferPrivileges(bounding, confine.IDs{UID: p.User.UID, GID: p.User.GID, Groups: p.User.AdditionalGids})
 	args := []string{"--caps", fmt.Sprintf("%#x", keep)}
-	if ids != nil {
+	// A rootless gofer is the caller already, and its namespace maps no
+	// other user to become.
+	if ids != nil && os.Geteuid() == 0 {
 		args = append(args, "--user", idsArg(*ids))
 	}
 	return args

@@ -25,8 +25,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runChild runs scenario in the sandbox namespaces, mapped as the sentry
-// is (root to the caller's own ids), and returns its output.
+// runChild runs scenario in the sandbox namespaces, mapped as the process
+// it stands for is when the caller is not root (the gofer for "trees", the
+// sentry otherwise), and returns its output.
 func runChild(t *testing.T, scenario, arg string) (string, *os.ProcessState) {
 	t.Helper()
 	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
@@ -38,7 +39,12 @@ func runChild(t *testing.T, scenario, arg string) (string, *os.ProcessState) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$", arg)
 	cmd.Env = append(os.Environ(), childEnv+"="+scenario)
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
-	SentryProcAttr(cmd.SysProcAttr, IDMap{Host: os.Geteuid(), HostGroup: os.Getegid()}, false)
+	caller := IDMap{Host: os.Geteuid(), HostGroup: os.Getegid()}
+	if scenario == "trees" {
+		GoferProcAttr(cmd.SysProcAttr, caller, false)
+	} else {
+		SentryProcAttr(cmd.SysProcAttr, caller, false)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil && cmd.ProcessState == nil {
 		t.Skipf("cannot start a child in new namespaces: %v", err)
