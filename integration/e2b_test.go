@@ -31,8 +31,9 @@ const e2bScriptTimeout = 10 * time.Minute
 // installed from npm, against `moat serve` on a loopback port: the script
 // (testdata/e2b/sdk.mjs) creates sandboxes from the Debian template, runs
 // commands with streamed output, moves files both ways, lists by
-// metadata, lets a timeout pass and kills, checking every result. Once
-// the server is told to stop, nothing of its sandboxes may be left.
+// metadata, lets a timeout pass and kills, checking every result. A pool
+// keeps a sandbox booted ahead. Once the server is told to stop, nothing
+// of its sandboxes may be left, those of the pool included.
 func TestE2BSDKRunsUnchangedOnMoatServe(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: moat serve creates sandboxes")
@@ -49,7 +50,7 @@ func TestE2BSDKRunsUnchangedOnMoatServe(t *testing.T) {
 
 	state := filepath.Join(t.TempDir(), "state")
 	const key = "moat-e2b-test-key"
-	args := append(append([]string{}, moatFlags()...), "serve", "--listen", "127.0.0.1:0", "--state", state,
+	args := append(append([]string{}, moatFlags()...), "serve", "--listen", "127.0.0.1:0", "--state", state, "--pool", "1",
 		"--template", "base="+rootfs)
 	serve := exec.Command(moatBinary(t), args...)
 	serve.Env = append(os.Environ(), "MOAT_API_KEY="+key)

@@ -37,6 +37,7 @@ that died leaves sandboxes that the next one at the same --state removes.`,
 		o.String(&so.state, "state", "DIR", "/run/moat-serve", "directory for the sandboxes' state")
 		o.Strings(&so.templates, "template", "NAME=ROOTFS", "a template: sandboxes of NAME run on the directory ROOTFS (at least base)")
 		o.String(&so.domain, "domain", "DOMAIN", "", "also route requests for Host <port>-<sandbox>.DOMAIN to the sandbox")
+		o.Int(&so.pool, "pool", "N", 0, "keep N sandboxes of each template booted ahead, handed over at create")
 		return func(g *globalOptions, _ []string) error { return serve(g, so) }
 	},
 }
@@ -44,6 +45,7 @@ that died leaves sandboxes that the next one at the same --state removes.`,
 type serveOptions struct {
 	listen, apiKey, state, domain string
 	templates                     []string
+	pool                          int
 }
 
 func serve(g *globalOptions, so serveOptions) error {
@@ -69,6 +71,9 @@ func serve(g *globalOptions, so serveOptions) error {
 	if len(templates) == 0 {
 		return errors.New("no template: give --template base=ROOTFS")
 	}
+	if so.pool < 0 {
+		return fmt.Errorf("--pool %d: not a count", so.pool)
+	}
 	state, err := filepath.Abs(so.state)
 	if err != nil {
 		return err
@@ -78,7 +83,7 @@ func serve(g *globalOptions, so serveOptions) error {
 		return err
 	}
 	srv, err := e2b.New(e2b.Config{
-		APIKey: key, StateDir: state, Templates: templates, Moat: self, Domain: so.domain,
+		APIKey: key, StateDir: state, Templates: templates, Moat: self, Domain: so.domain, Pool: so.pool,
 		// The templates' trees are shared by every sandbox: writes stay in
 		// each sandbox's overlay whatever the caller's --rootfs-writes.
 		Flags: []string{"--platform", g.platform, "--rootfs-writes", bundle.WritesOverlay},

@@ -198,11 +198,20 @@ func (s *Server) boot(template, rootfs string, metadata, env map[string]string, 
 	default:
 	}
 	start := time.Now()
-	id := randomID(20)
-	inst, err := s.rt.create(id, rootfs)
-	if err != nil {
-		return nil, err
+	how := "booted"
+	var inst *instance
+	if p := s.pools[template]; p != nil {
+		inst = p.take()
+		how = "from the pool"
 	}
+	if inst == nil {
+		var err error
+		if inst, err = s.rt.create(randomID(20), rootfs); err != nil {
+			return nil, err
+		}
+		how = "booted"
+	}
+	id := inst.id
 	sb := &sandbox{id: id, templateID: template, rootfs: rootfs, token: randomToken(),
 		metadata: metadata, envVars: env, startedAt: time.Now().UTC(), inst: inst,
 		procs: make(map[uint32]*process)}
@@ -211,7 +220,7 @@ func (s *Server) boot(template, rootfs string, metadata, env map[string]string, 
 	}
 	s.sandboxes.add(sb)
 	s.setDeadline(sb, timeout)
-	s.cfg.Log("sandbox %s: created from template %s in %v", id, template, time.Since(start).Round(time.Millisecond))
+	s.cfg.Log("sandbox %s: template %s, %s in %v", id, template, how, time.Since(start).Round(time.Microsecond))
 	return sb, nil
 }
 

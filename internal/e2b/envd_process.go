@@ -140,6 +140,7 @@ type process struct {
 
 	stdinMu sync.Mutex
 	stdin   *os.File // nil without stdin, or once closed
+	pty     *os.File // the terminal's master, nil without one; closed by begin's pump
 
 	mu        sync.Mutex
 	subs      map[*stream]struct{}
@@ -149,60 +150,85 @@ type process struct {
 }
 
 // startProcess starts req's command as u and registers it; its output
-// waits in the pipes until begin.
-func (sb *sandbox) startProcess(u guestUser, req *startRequest) (*process, [2]*os.File, error) {
-	var none [2]*os.File
+// waits in the pipes (or the terminal) until begin.
+func (sb *sandbox) startProcess(u guestUser, req *startRequest) (*process, []*os.File, error) {
 	if req.Process == nil || req.Process.Cmd == "" {
-		return nil, none, rpcErrorf(codeInvalidArgument, "process.cmd is empty")
+		return nil, nil, rpcErrorf(codeInvalidArgument, "process.cmd is empty")
 	}
-	if req.Pty != nil {
-		return nil, none, rpcErrorf(codeUnimplemented, "pty: moat serve does not give commands a terminal yet")
-	}
-	var stdio [3]*os.File
-	var stdinW *os.File
-	var outs [2]*os.File
-	closeAll := func(fs []*os.File) {
+	closeAll := func(fs ...*os.File) {
 		for _, f := range fs {
 			if f != nil {
 				f.Close()
 			}
 		}
 	}
+	var stdio, outs []*os.File // the process's ends, and ours to read
+	var input *os.File         // ours to write: its stdin or its terminal
 	var err error
-	if req.Stdin != nil && *req.Stdin {
-		stdio[0], stdinW, err = os.Pipe()
+	if req.Pty != nil {
+		var cols, rows uint32
+		if req.Pty.Size != nil {
+			cols, rows = req.Pty.Size.Cols, req.Pty.Size.Rows
+		}
+		if cols > 0xffff || rows > 0xffff {
+			return nil, nil, rpcErrorf(codeInvalidArgument, "pty size %dx%d is out of range", cols, rows)
+		}
+		var master, replica *os.File
+		if master, replica, err = openPTY(uint16(cols), uint16(rows)); err != nil {
+			return nil, nil, err
+		}
+		stdio, outs, input = []*os.File{replica}, []*os.File{master}, master
 	} else {
-		stdio[0], err = os.Open(os.DevNull)
-	}
-	if err == nil {
-		outs[0], stdio[1], err = os.Pipe()
-	}
-	if err == nil {
-		outs[1], stdio[2], err = os.Pipe()
-	}
-	if err != nil {
-		closeAll(append(stdio[:], stdinW, outs[0], outs[1]))
-		return nil, none, err
+		var in, outR, outW, errR, errW *os.File
+		if req.Stdin != nil && *req.Stdin {
+			in, input, err = os.Pipe()
+		} else {
+			in, err = os.Open(os.DevNull)
+		}
+		if err == nil {
+			outR, outW, err = os.Pipe()
+		}
+		if err == nil {
+			errR, errW, err = os.Pipe()
+		}
+		if err != nil {
+			closeAll(in, input, outR, outW, errR, errW)
+			return nil, nil, err
+		}
+		stdio, outs = []*os.File{in, outW, errW}, []*os.File{outR, errR}
 	}
 	cwd := ""
 	if req.Process.Cwd != nil {
 		cwd = *req.Process.Cwd
 	}
 	args := append([]string{req.Process.Cmd}, req.Process.Args...)
-	e, err := sb.inst.exec(sb.spec(u, args, cwd, req.Process.Envs), stdio)
-	closeAll(stdio[:])
+	spec := sb.spec(u, args, cwd, req.Process.Envs)
+	spec.Terminal = req.Pty != nil
+	e, err := sb.inst.exec(spec, stdio...)
+	closeAll(stdio...)
 	if err != nil {
-		closeAll([]*os.File{stdinW, outs[0], outs[1]})
-		return nil, none, rpcErrorf(codeInvalidArgument, "starting %s: %v", req.Process.Cmd, err)
+		if req.Pty == nil {
+			closeAll(input)
+		}
+		closeAll(outs...)
+		return nil, nil, rpcErrorf(codeInvalidArgument, "starting %s: %v", req.Process.Cmd, err)
 	}
-	p := &process{pid: e.pid, tag: req.Tag, config: *req.Process, exec: e, stdin: stdinW,
+	p := &process{pid: e.pid, tag: req.Tag, config: *req.Process, exec: e,
 		subs: make(map[*stream]struct{}), done: make(chan struct{})}
+	if req.Pty != nil {
+		p.pty = input
+	} else {
+		p.stdin = input
+	}
 	sb.mu.Lock()
 	if sb.dead {
 		sb.mu.Unlock()
 		e.abandon()
-		closeAll([]*os.File{stdinW, outs[0], outs[1]})
-		return nil, none, rpcErrorf(codeUnavailable, "the sandbox was killed")
+		if req.Pty == nil {
+			closeAll(input)
+		}
+		closeAll(outs...)
+		return nil, nil, rpcErrorf(codeUnavailable, "the sandbox was killed")
 	}
 	sb.procs[p.pid] = p
 	sb.mu.Unlock()
@@ -210,14 +236,23 @@ func (sb *sandbox) startProcess(u guestUser, req *startRequest) (*process, [2]*o
 }
 
 // begin sends the process's output to its subscribers, and its end
-// once it has ended and its output is all out.
-func (sb *sandbox) begin(p *process, outs [2]*os.File) {
+// once it has ended and its output is all out. With a terminal, outs is
+// its master, which ends when the sentry lets go of the terminal.
+func (sb *sandbox) begin(p *process, outs []*os.File) {
 	go func() {
 		ended := make(chan struct{})
 		var pumps sync.WaitGroup
-		pumps.Add(2)
-		go func() { defer pumps.Done(); pump(outs[0], outputWriter{p, false}, ended) }()
-		go func() { defer pumps.Done(); pump(outs[1], outputWriter{p, true}, ended) }()
+		for i, f := range outs {
+			kind := outputStdout
+			switch {
+			case p.pty != nil:
+				kind = outputPty
+			case i == 1:
+				kind = outputStderr
+			}
+			pumps.Add(1)
+			go func() { defer pumps.Done(); pump(f, outputWriter{p, kind}, ended) }()
+		}
 		code := p.exec.wait()
 		close(ended)
 		pumps.Wait()
@@ -229,17 +264,27 @@ func (sb *sandbox) begin(p *process, outs [2]*os.File) {
 	}()
 }
 
+// Kinds of output.
+const (
+	outputStdout = iota
+	outputStderr
+	outputPty
+)
+
 // outputWriter turns one output stream of p into data events.
 type outputWriter struct {
-	p      *process
-	stderr bool
+	p    *process
+	kind int
 }
 
 func (o outputWriter) Write(b []byte) (int, error) {
 	data := append([]byte(nil), b...)
 	ev := &dataEvent{Stdout: data}
-	if o.stderr {
+	switch o.kind {
+	case outputStderr:
 		ev = &dataEvent{Stderr: data}
+	case outputPty:
+		ev = &dataEvent{Pty: data}
 	}
 	o.p.broadcast(processEvent{Data: ev})
 	return len(b), nil
@@ -367,7 +412,13 @@ func (sb *sandbox) sendInput(req *sendInputRequest) error {
 		return err
 	}
 	if req.Input.Pty != nil {
-		return rpcErrorf(codeFailedPrecondition, "process %d has no terminal", p.pid)
+		if p.pty == nil {
+			return rpcErrorf(codeFailedPrecondition, "process %d has no terminal", p.pid)
+		}
+		if _, err := p.pty.Write(req.Input.Pty); err != nil {
+			return rpcErrorf(codeFailedPrecondition, "writing to the terminal of process %d: %v", p.pid, err)
+		}
+		return nil
 	}
 	p.stdinMu.Lock()
 	defer p.stdinMu.Unlock()
@@ -405,4 +456,28 @@ func (sb *sandbox) closeStdinOf(req *closeStdinRequest) error {
 	}
 	p.closeStdin()
 	return nil
+}
+
+type updateRequest struct {
+	Process processSelector `json:"process"`
+	Pty     *ptyConfig      `json:"pty,omitempty"`
+}
+
+// update resizes a process's terminal.
+func (sb *sandbox) update(req *updateRequest) error {
+	p, err := sb.find(req.Process)
+	if err != nil {
+		return err
+	}
+	if req.Pty == nil || req.Pty.Size == nil {
+		return nil
+	}
+	if p.pty == nil {
+		return rpcErrorf(codeFailedPrecondition, "process %d has no terminal", p.pid)
+	}
+	cols, rows := req.Pty.Size.Cols, req.Pty.Size.Rows
+	if cols == 0 || rows == 0 || cols > 0xffff || rows > 0xffff {
+		return rpcErrorf(codeInvalidArgument, "pty size %dx%d is out of range", cols, rows)
+	}
+	return resize(p.pty, uint16(cols), uint16(rows))
 }

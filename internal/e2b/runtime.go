@@ -161,15 +161,16 @@ type execution struct {
 	mu   sync.Mutex // serialises sends on conn
 }
 
-// exec starts p in the sandbox with stdio as its fds 0, 1 and 2. The
-// caller keeps its own stdio files and closes them.
-func (inst *instance) exec(p *specs.Process, stdio [3]*os.File) (*execution, error) {
+// exec starts p in the sandbox with stdio as its fds 0, 1 and 2, or,
+// for a process with a terminal, with the one replica of a terminal of
+// the caller's. The caller keeps its own stdio files and closes them.
+func (inst *instance) exec(p *specs.Process, stdio ...*os.File) (*execution, error) {
 	conn, err := control.Dial(inst.controlSocket(), execFirstAnswer)
 	if err != nil {
 		return nil, err
 	}
-	req := control.Request{Op: control.OpExec, Exec: &control.Exec{Process: p, Stdio: 3}}
-	if err := conn.Send(req, stdio[:]...); err != nil {
+	req := control.Request{Op: control.OpExec, Exec: &control.Exec{Process: p, Stdio: len(stdio)}}
+	if err := conn.Send(req, stdio...); err != nil {
 		conn.Close()
 		return nil, err
 	}

@@ -32,11 +32,12 @@ type sandbox struct {
 	startedAt  time.Time
 	inst       *instance
 
-	mu    sync.Mutex
-	endAt time.Time
-	timer *time.Timer
-	procs map[uint32]*process
-	dead  bool
+	mu       sync.Mutex
+	endAt    time.Time
+	timer    *time.Timer
+	procs    map[uint32]*process
+	watchers map[string]*watcher
+	dead     bool
 }
 
 // registry holds the running sandboxes.
@@ -222,7 +223,7 @@ func (sb *sandbox) run(ctx context.Context, u guestUser, stdin io.Reader, stdout
 	}
 	stdio[2] = errW
 	mine = append(mine, outR, errR)
-	e, err := sb.inst.exec(sb.spec(u, args, "/", nil), stdio)
+	e, err := sb.inst.exec(sb.spec(u, args, "/", nil), stdio[:]...)
 	closeAll()
 	if err != nil {
 		for _, f := range mine {

@@ -47,6 +47,9 @@ type Config struct {
 	// Moat is the moat binary and Flags its global flags (--platform).
 	Moat  string
 	Flags []string
+	// Pool is how many sandboxes of each template are kept booted
+	// ahead; 0 for none.
+	Pool int
 	// Domain, if set, routes requests whose Host is
 	// <port>-<sandbox id>.<Domain> to that sandbox, as E2B's proxy does.
 	Domain string
@@ -59,6 +62,8 @@ type Server struct {
 	cfg       Config
 	rt        *runtime
 	sandboxes registry
+	pools     map[string]*pool
+	filling   sync.WaitGroup
 	creating  sync.WaitGroup
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -86,7 +91,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = func(string, ...any) {}
 	}
-	return &Server{cfg: cfg, rt: rt, sandboxes: registry{m: make(map[string]*sandbox)}, closing: make(chan struct{})}, nil
+	s := &Server{cfg: cfg, rt: rt, sandboxes: registry{m: make(map[string]*sandbox)},
+		pools: make(map[string]*pool), closing: make(chan struct{})}
+	if cfg.Pool > 0 {
+		for name, rootfs := range cfg.Templates {
+			p := &pool{template: name, rootfs: rootfs, ready: make(chan *instance, cfg.Pool)}
+			s.pools[name] = p
+			s.filling.Add(1)
+			go s.fill(p, &s.filling)
+		}
+	}
+	return s, nil
 }
 
 // Handler is the server's HTTP handler: envd's API for a request that
@@ -133,10 +148,15 @@ func (s *Server) route(r *http.Request) (id string, port int, ok bool) {
 	return id, port, true
 }
 
-// Close kills every sandbox and waits for creations under way.
+// Close kills every sandbox, those its pools hold too, and waits for
+// creations under way.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.creating.Wait()
+	s.filling.Wait()
+	for _, p := range s.pools {
+		s.drain(p)
+	}
 	var wg sync.WaitGroup
 	for _, sb := range s.sandboxes.list() {
 		wg.Add(1)
@@ -258,12 +278,18 @@ func envdMux() map[string]envdCall {
 		"POST /process.Process/SendInput":  unaryCall(emptyReply((*sandbox).sendInput)),
 		"POST /process.Process/SendSignal": unaryCall(emptyReply((*sandbox).sendSignal)),
 		"POST /process.Process/CloseStdin": unaryCall(emptyReply((*sandbox).closeStdinOf)),
+		"POST /process.Process/Update":     unaryCall(emptyReply((*sandbox).update)),
 
 		"POST /filesystem.Filesystem/Stat":    unaryCall((*sandbox).statRPC),
 		"POST /filesystem.Filesystem/ListDir": unaryCall((*sandbox).listDir),
 		"POST /filesystem.Filesystem/MakeDir": unaryCall((*sandbox).makeDir),
 		"POST /filesystem.Filesystem/Move":    unaryCall((*sandbox).move),
 		"POST /filesystem.Filesystem/Remove":  unaryCall((*sandbox).remove),
+
+		"POST /filesystem.Filesystem/WatchDir":         watchCall,
+		"POST /filesystem.Filesystem/CreateWatcher":    unaryCall((*sandbox).createWatcher),
+		"POST /filesystem.Filesystem/GetWatcherEvents": unaryCall((*sandbox).watcherEvents),
+		"POST /filesystem.Filesystem/RemoveWatcher":    unaryCall((*sandbox).removeWatcher),
 	}
 }
 

@@ -73,6 +73,23 @@ const after = await sbx.commands.list()
 check('the killed command is no longer listed', !after.some((p) => p.pid === bg.pid), JSON.stringify(after))
 eq('killing it again finds nothing', await sbx.commands.kill(bg.pid), false)
 
+// A terminal: what is typed reaches a shell, what it prints comes back,
+// and a resize reaches the guest.
+let screen = ''
+const decoder = new TextDecoder()
+const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { screen += decoder.decode(d, { stream: true }) } })
+async function waitScreen(text) {
+  const until = Date.now() + 60_000
+  while (!screen.includes(text) && Date.now() < until) await new Promise((res) => setTimeout(res, 50))
+  return screen.includes(text)
+}
+await sbx.pty.sendInput(term.pid, new TextEncoder().encode('echo hi-$((6*7))\n'))
+check('the terminal runs what is typed', await waitScreen('hi-42'), JSON.stringify(screen))
+await sbx.pty.resize(term.pid, { cols: 100, rows: 30 })
+await sbx.pty.sendInput(term.pid, new TextEncoder().encode('sleep 1; echo size-$(stty size | tr " " x)\n'))
+check('a resize reaches the terminal', await waitScreen('size-30x100'), JSON.stringify(screen))
+eq('the terminal is killed', await term.kill(), true)
+
 // Files.
 const w = await sbx.files.write('/tmp/dir/a.txt', 'contents of a\n')
 eq('write answers the path', [w.path, w.name], ['/tmp/dir/a.txt', 'a.txt'])
@@ -99,6 +116,16 @@ eq('remove takes the tree', await sbx.files.exists('/tmp/dir/sub/b.txt'), false)
 await throws('reading a missing file', () => sbx.files.read('/tmp/nope'), NotFoundError)
 await throws('listing a missing directory', () => sbx.files.list('/tmp/nope'), NotFoundError)
 await throws('removing a missing file', () => sbx.files.remove('/tmp/nope'), NotFoundError)
+
+// A watch sees a file that a command makes.
+await sbx.files.makeDir('/tmp/watched')
+const events = []
+const watch = await sbx.files.watchDir('/tmp/watched', (e) => events.push(e))
+await sbx.commands.run('echo x > /tmp/watched/made.txt')
+const watchUntil = Date.now() + 60_000
+while (!events.some((e) => e.name === 'made.txt') && Date.now() < watchUntil) await new Promise((res) => setTimeout(res, 50))
+check('watchDir sees a file a command made', events.some((e) => e.name === 'made.txt' && e.type === 'create'), JSON.stringify(events))
+await watch.stop()
 
 // 10 MiB each way, checked by sha256 on both sides.
 const big = randomBytes(10 << 20)
