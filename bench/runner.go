@@ -33,6 +33,7 @@ type Config struct {
 	BinDir     string        // what $BIN stands for in a runtime's binary
 	Busybox    string        // the static busybox of the default rootfs
 	Rootfs     string        // a rootfs to copy instead of busybox; "" for busybox
+	Load       int           // busy processes beside the second, loaded pass of each Loaded workload; 0 for none (load.go)
 	Progress   Progress
 	// Reproduce, if set, returns the command that measures the figure of
 	// runtime on workload again; it goes into the reports.
@@ -86,7 +87,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 			return nil, err
 		}
 		if plans[i].missing == "" {
-			total += len(plans[i].steps)
+			total += len(plans[i].steps) * s.passes(w)
 		}
 	}
 	cfg.Progress.Start(total)
@@ -96,6 +97,12 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 			return nil, err
 		}
 		rep.Workloads = append(rep.Workloads, wr)
+		if s.passes(w) == 2 {
+			if wr, err = s.measureLoaded(ctx, w, plans[i], rep.Runtimes); err != nil {
+				return nil, err
+			}
+			rep.Workloads = append(rep.Workloads, wr)
+		}
 	}
 	rep.Machine.LoadAfter = loadAverage()
 	return rep, nil
@@ -128,6 +135,30 @@ func (s *session) plan(w Workload) (plan, error) {
 	}
 	p.steps = Schedule(len(p.active), p.runs)
 	return p, nil
+}
+
+// passes is how many times w is measured: once quiet, and once more under
+// load when the session has a load and w is marked for it.
+func (s *session) passes(w Workload) int {
+	if s.cfg.Load > 0 && w.Loaded {
+		return 2
+	}
+	return 1
+}
+
+// measureLoaded measures w again with the session's busy processes
+// running, started before its first run and stopped after its last.
+func (s *session) measureLoaded(ctx context.Context, w Workload, p plan, runtimes []RuntimeInfo) (_ WorkloadResult, err error) {
+	lw := w.loaded(s.cfg.Load)
+	if p.missing != "" {
+		return s.measure(ctx, lw, p, runtimes)
+	}
+	l, err := startLoad(s.cfg.Load)
+	if err != nil {
+		return WorkloadResult{}, err
+	}
+	defer func() { err = errors.Join(err, l.stop()) }()
+	return s.measure(ctx, lw, p, runtimes)
 }
 
 // prepare builds the bundle and finds the runtimes, recording each in rep.
@@ -241,7 +272,7 @@ func (s *session) once(ctx context.Context, in *instance, w Workload, spec *spec
 	if err != nil {
 		return 0, err
 	}
-	return parseResult([]byte(stdout), w.Name, w.Unit)
+	return parseResult([]byte(stdout), w.resultName(), w.Unit)
 }
 
 // results summarises the samples of each runtime and relates them to the

@@ -36,7 +36,8 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // TestRunEndToEnd runs native and runc through two workloads, one of each
-// kind, and checks the JSON report: its behaviour, not its timings.
+// kind, the micro one also beside a busy process, and checks the JSON
+// report: its behaviour, not its timings.
 func TestRunEndToEnd(t *testing.T) {
 	requireHost(t)
 	tmp := t.TempDir()
@@ -55,7 +56,7 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	rep, err := Run(context.Background(), Config{
 		Runtimes: runtimes, Workloads: workloads, Baseline: "runc", Runs: 2,
-		Iterations: 100_000, Budget: 2 * time.Second, Timeout: time.Minute,
+		Iterations: 100_000, Budget: 2 * time.Second, Timeout: time.Minute, Load: 1,
 		Busybox: "/usr/bin/busybox", Progress: NewLineProgress(testWriter{t}),
 		Reproduce: func(rt, w string) string { return "moat-bench --runtime " + rt + " --workload " + w },
 	})
@@ -78,8 +79,11 @@ func TestRunEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatalf("the JSON does not read back: %v", err)
 	}
-	if got.Schema != Schema || len(got.Runtimes) != 2 || len(got.Workloads) != 2 {
-		t.Fatalf("report has schema %q, %d runtimes, %d workloads; want %q, 2, 2", got.Schema, len(got.Runtimes), len(got.Workloads), Schema)
+	if got.Schema != Schema || len(got.Runtimes) != 2 || len(got.Workloads) != 3 {
+		t.Fatalf("report has schema %q, %d runtimes, %d workloads; want %q, 2, 3", got.Schema, len(got.Runtimes), len(got.Workloads), Schema)
+	}
+	if names := []string{got.Workloads[0].Name, got.Workloads[1].Name, got.Workloads[2].Name}; names[1] != "getppid" || names[2] != "getppid@load1" {
+		t.Errorf("workloads %v, want run-true, getppid, getppid@load1", names)
 	}
 	for _, wr := range got.Workloads {
 		if wr.Status != StatusOK || len(wr.Results) != 2 {

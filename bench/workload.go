@@ -51,6 +51,12 @@ type Workload struct {
 	// WritableRoot runs the workload with a writable root file system
 	// (moat's overlay), for what it does there; the rest run read-only.
 	WritableRoot bool
+	// Loaded workloads are measured a second time beside busy processes
+	// when the session asks for it (Config.Load, load.go).
+	Loaded bool
+	// quiet is the name of the workload this one is the loaded pass of
+	// (load.go); its program reports under that name.
+	quiet string
 	// Needs are the paths the workload needs in the rootfs besides its
 	// Program; it is skipped, with the first one missing, when a rootfs lacks them.
 	Needs []string
@@ -69,23 +75,23 @@ var Workloads = []Workload{
 		Argv: []string{"/bin/true"}, Needs: []string{"/bin/true", "/bin/sleep"},
 	},
 	{
-		Name: "getppid", Kind: Micro, Unit: "ns/op", Program: "getppid", Iterations: 1_000_000,
+		Name: "getppid", Kind: Micro, Unit: "ns/op", Program: "getppid", Iterations: 1_000_000, Loaded: true,
 		What: "system call round trip: getppid(2) via syscall()",
 	},
 	{
-		Name: "read-4k", Kind: Micro, Unit: "ns/op", Program: "read-4k", Iterations: 1_000_000,
+		Name: "read-4k", Kind: Micro, Unit: "ns/op", Program: "read-4k", Iterations: 1_000_000, Loaded: true,
 		What: "pread(2) of 4 KiB from a cached file",
 	},
 	{
-		Name: "open-close", Kind: Micro, Unit: "ns/op", Program: "open-close", Iterations: 1_000_000,
+		Name: "open-close", Kind: Micro, Unit: "ns/op", Program: "open-close", Iterations: 1_000_000, Loaded: true,
 		What: "open(2) and close(2) of an existing file",
 	},
 	{
-		Name: "pipe", Kind: Micro, Unit: "ms/GiB", Program: "pipe", Iterations: 1024,
+		Name: "pipe", Kind: Micro, Unit: "ms/GiB", Program: "pipe", Iterations: 1024, Loaded: true,
 		What: "1 GiB through a pipe from one process to another, in 64 KiB writes",
 	},
 	{
-		Name: "fork-exec", Kind: Micro, Unit: "us/op", Program: "fork-exec", Iterations: 1000,
+		Name: "fork-exec", Kind: Micro, Unit: "us/op", Program: "fork-exec", Iterations: 1000, Loaded: true,
 		What:  "fork, exec /bin/true and wait for it",
 		Needs: []string{"/bin/true"},
 	},

@@ -3,7 +3,7 @@
 // and SVG. See package bench for how it measures.
 //
 //	moat-bench [--runtime native,runc,...] [--workload run-true,getppid,...]
-//	           [--runs N] [--json FILE] [--markdown FILE] [--svg FILE]
+//	           [--runs N] [--load N] [--json FILE] [--markdown FILE] [--svg FILE]
 //
 // It exits 0 when the session completed (runtimes that were skipped or
 // failed are in the reports), 1 on an error, 2 on bad usage and 130 when
@@ -35,7 +35,7 @@ const (
 // options are the command line, parsed.
 type options struct {
 	runtimes, workloads    string
-	runs                   int
+	runs, load             int
 	iterations             int64
 	budget, timeout        time.Duration
 	baseline               string
@@ -48,7 +48,7 @@ type options struct {
 
 // figureFlags are the flags that change a figure, and so belong in the
 // command that reproduces it.
-var figureFlags = []string{"runs", "iterations", "budget", "baseline", "runtimes-file", "bin-dir", "busybox", "rootfs"}
+var figureFlags = []string{"runs", "iterations", "budget", "baseline", "runtimes-file", "bin-dir", "busybox", "rootfs", "load"}
 
 func main() {
 	os.Exit(run(os.Args))
@@ -61,6 +61,7 @@ func run(args []string) int {
 	fs.StringVar(&o.workloads, "workload", "", "comma-separated workloads to run (default: all)")
 	fs.IntVar(&o.runs, "runs", 0, fmt.Sprintf("runs per runtime and workload, after one warm-up (default %d for wall-time workloads, %d for micro-benchmarks)", bench.DefaultWallRuns, bench.DefaultMicroRuns))
 	fs.Int64Var(&o.iterations, "iterations", 0, "operations per micro-benchmark run (default: each workload's own)")
+	fs.IntVar(&o.load, "load", 0, "also measure the system-call micro-benchmarks beside this many busy processes, reported as NAME@loadN (0: quiet only)")
 	fs.DurationVar(&o.budget, "budget", 2*time.Second, "a micro-benchmark run stops early after this long, so that slow runtimes finish")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "a run taking longer fails and is killed")
 	fs.StringVar(&o.baseline, "baseline", "runc", "the runtime the ratios are taken to")
@@ -138,12 +139,12 @@ func (o options) config() (bench.Config, error) {
 	if err != nil {
 		return bench.Config{}, err
 	}
-	if o.runs < 0 || o.iterations < 0 || o.budget < time.Millisecond || o.timeout <= 0 {
-		return bench.Config{}, errors.New("--runs and --iterations must not be negative, --budget at least 1ms, --timeout positive")
+	if o.runs < 0 || o.iterations < 0 || o.load < 0 || o.budget < time.Millisecond || o.timeout <= 0 {
+		return bench.Config{}, errors.New("--runs, --iterations and --load must not be negative, --budget at least 1ms, --timeout positive")
 	}
 	return bench.Config{
 		Runtimes: runtimes, Workloads: workloads, Baseline: o.baseline,
-		Runs: o.runs, Iterations: o.iterations, Budget: o.budget, Timeout: o.timeout,
+		Runs: o.runs, Iterations: o.iterations, Budget: o.budget, Timeout: o.timeout, Load: o.load,
 		BinDir: o.binDir, Busybox: o.busybox, Rootfs: o.rootfs,
 	}, nil
 }
