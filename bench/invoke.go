@@ -18,8 +18,11 @@ import (
 // instance is a runtime ready to run containers of one session.
 type instance struct {
 	Runtime
-	oci    ocirun.Root // the binary at the session's state directory; none for native
+	oci    ocirun.Root // the binary at the session's state directory; only for oci
 	bundle string
+	// command is a command runtime's binary, scratch the directory its
+	// runs start in.
+	command, scratch string
 }
 
 // run runs spec once as container id and returns its wall time, from exec of
@@ -32,9 +35,12 @@ func (in *instance) run(ctx context.Context, id string, spec *specs.Spec, timeou
 		return 0, err
 	}
 	var x ocirun.Exit
-	if in.Kind == KindNative {
+	switch in.Kind {
+	case KindNative:
 		x = ocirun.Run(ctx, in.nativeCommand(spec), out.Stdio(), ocirun.Limits{Timeout: timeout})
-	} else {
+	case KindCommand:
+		x = ocirun.Run(ctx, in.commandLine(spec), out.Stdio(), ocirun.Limits{Timeout: timeout})
+	default:
 		// Stopped early, the container is deleted, and what is left of
 		// the runtime's process group killed at once.
 		stop := func() { in.forceDelete(id) }
@@ -68,11 +74,18 @@ func (in *instance) nativeCommand(spec *specs.Spec) *exec.Cmd {
 	}
 }
 
+// commandLine is the process that runs spec's argv under a command
+// runtime, on the host's root, in the runtime's scratch directory.
+func (in *instance) commandLine(spec *specs.Spec) *exec.Cmd {
+	args := append(append([]string{in.command}, in.Flags()...), spec.Process.Args...)
+	return &exec.Cmd{Path: in.command, Args: args, Env: spec.Process.Env, Dir: in.scratch}
+}
+
 // forceDelete kills and deletes container id if it exists. Its failure is
 // expected (the container may be gone already) and is not reported here: the
 // sweep at the end of the session finds what is really left.
 func (in *instance) forceDelete(id string) {
-	if in.Kind != KindNative {
+	if in.Kind == KindOCI {
 		in.oci.Delete(id)
 	}
 }
@@ -80,7 +93,7 @@ func (in *instance) forceDelete(id string) {
 // sweep deletes every container left in the runtime's state directory and
 // returns an error naming those it could not delete.
 func (in *instance) sweep() error {
-	if in.Kind == KindNative {
+	if in.Kind != KindOCI {
 		return nil
 	}
 	return in.oci.Sweep()

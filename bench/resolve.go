@@ -38,6 +38,15 @@ func (s *session) find(ctx context.Context, rt Runtime) (RuntimeInfo, *instance,
 		info.Command = "chroot BUNDLE/rootfs ARGV"
 		return info, in, nil
 	}
+	if rt.Kind == KindCommand {
+		in.command = path
+		in.scratch = filepath.Join(s.dir, "scratch", rt.Name)
+		if err := os.MkdirAll(in.scratch, 0o755); err != nil {
+			return info, nil, err
+		}
+		info.Command = strings.Join(append([]string{info.Binary}, rt.Flags()...), " ") + " ARGV"
+		return info, in, nil
+	}
 	oci := &ocirun.Runtime{Name: rt.Name, Path: path, Flags: rt.Flags()}
 	in.oci = oci.At(filepath.Join(s.dir, "state", rt.Name))
 	if err := os.MkdirAll(in.oci.Dir, 0o700); err != nil {

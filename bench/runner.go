@@ -129,7 +129,7 @@ func (s *session) plan(w Workload) (plan, error) {
 		return p, err
 	}
 	for i, in := range s.instances {
-		if in != nil {
+		if in != nil && runsWorkload(in.Kind, w.Kind) {
 			p.active = append(p.active, i)
 		}
 	}
@@ -275,6 +275,11 @@ func (s *session) once(ctx context.Context, in *instance, w Workload, spec *spec
 	return parseResult([]byte(stdout), w.resultName(), w.Unit)
 }
 
+// runsWorkload reports whether a runtime of kind rt runs workloads of
+// kind w: a command runtime runs the host's programs on the host's root,
+// not the bundle's workload programs and mounts.
+func runsWorkload(rt string, w Kind) bool { return rt != KindCommand || w == Wall }
+
 // results summarises the samples of each runtime and relates them to the
 // baseline's.
 func (s *session) results(w Workload, runtimes []RuntimeInfo, samples [][]float64, failures []error) []Result {
@@ -284,6 +289,8 @@ func (s *session) results(w Workload, runtimes []RuntimeInfo, samples [][]float6
 		r := Result{Runtime: info.Name, Status: info.Status, Reason: info.Reason}
 		switch {
 		case info.Status == StatusSkipped:
+		case !runsWorkload(info.Kind, w.Kind):
+			r.Status, r.Reason = StatusSkipped, "a command runtime runs the whole-run (wall) workloads alone"
 		case failures[i] != nil:
 			r.Status, r.Reason = StatusFailed, failures[i].Error()
 		default:

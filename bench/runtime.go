@@ -19,6 +19,12 @@ const (
 	KindNative = "native"
 	// KindOCI is any runtime with runc's command line.
 	KindOCI = "oci"
+	// KindCommand is a sandbox of the host's own root file system that
+	// runs a command line given after its own (moat sandbox --, bwrap,
+	// runsc do): Binary and Args, then the workload's argv, in a scratch
+	// directory. It runs the Wall workloads alone: the others' programs
+	// and mounts are the bundle's.
+	KindCommand = "command"
 )
 
 // Runtime is one entry of runtimes.json.
@@ -80,11 +86,11 @@ func ParseRuntimes(data []byte) ([]Runtime, error) {
 			return nil, fmt.Errorf("runtime list: entry %d has no name", i)
 		case seen[rt.Name]:
 			return nil, fmt.Errorf("runtime list: name %q appears twice", rt.Name)
-		case rt.Kind != KindNative && rt.Kind != KindOCI:
-			return nil, fmt.Errorf("runtime list: %s: kind %q is neither %q nor %q", rt.Name, rt.Kind, KindNative, KindOCI)
-		case rt.Kind == KindOCI && rt.Binary == "":
-			return nil, fmt.Errorf("runtime list: %s: an oci runtime needs a binary", rt.Name)
-		case rt.Kind != KindOCI && rt.RunscPlatform != "":
+		case rt.Kind != KindNative && rt.Kind != KindOCI && rt.Kind != KindCommand:
+			return nil, fmt.Errorf("runtime list: %s: kind %q is not %q, %q or %q", rt.Name, rt.Kind, KindNative, KindOCI, KindCommand)
+		case rt.Kind != KindNative && rt.Binary == "":
+			return nil, fmt.Errorf("runtime list: %s: an %s runtime needs a binary", rt.Name, rt.Kind)
+		case rt.Kind == KindNative && rt.RunscPlatform != "":
 			return nil, fmt.Errorf("runtime list: %s: runsc_platform %q on a runtime of kind %q", rt.Name, rt.RunscPlatform, rt.Kind)
 		}
 		seen[rt.Name] = true
