@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/moat-sandbox/moat/internal/mountinfo"
+)
 
 const sampleMountinfo = `21 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
 22 21 0:5 / /dev rw,nosuid shared:2 - devtmpfs udev rw
@@ -20,7 +24,7 @@ func TestOriginIsThePathWithinTheTopmostMountHoldingIt(t *testing.T) {
 		{"/tmpfoo", "/tmpfoo", "/dev/vda"},
 		{"/mnt/with space/a", "/a", "my tmpfs"},
 	} {
-		root, source := originIn(sampleMountinfo, c.path)
+		root, source := originIn(mountinfo.Parse(sampleMountinfo), c.path)
 		if root != c.root || source != c.source {
 			t.Errorf("origin of %s: %s on %s, want %s on %s", c.path, root, source, c.root, c.source)
 		}
@@ -28,7 +32,7 @@ func TestOriginIsThePathWithinTheTopmostMountHoldingIt(t *testing.T) {
 }
 
 func TestOriginWithoutAMountIsThePathItself(t *testing.T) {
-	if root, source := originIn("", "/a/b"); root != "/a/b" || source != "/a/b" {
+	if root, source := originIn(nil, "/a/b"); root != "/a/b" || source != "/a/b" {
 		t.Errorf("origin %s on %s", root, source)
 	}
 }

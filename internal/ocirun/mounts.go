@@ -1,14 +1,14 @@
 package ocirun
 
 import (
-	"bufio"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/moat-sandbox/moat/internal/mountinfo"
 )
 
 // RemoveAll detaches every mount at or below dir, deepest first, then
@@ -32,39 +32,15 @@ func RemoveAll(dir string) error {
 // mount namespace.
 func MountsUnder(dir string) ([]string, error) {
 	dir = filepath.Clean(dir)
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := mountinfo.Read()
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	var points []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// The fifth field is the mount point (proc_pid_mountinfo(5)).
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		if p := unescapeMountinfo(fields[4]); p == dir || strings.HasPrefix(p, dir+"/") {
-			points = append(points, p)
+	for _, m := range mounts {
+		if m.Point == dir || strings.HasPrefix(m.Point, dir+"/") {
+			points = append(points, m.Point)
 		}
 	}
-	return points, sc.Err()
-}
-
-// unescapeMountinfo undoes the kernel's octal escapes in a mountinfo path:
-// it writes space, tab, newline and backslash as \040, \011, \012, \134.
-func unescapeMountinfo(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return points, nil
 }

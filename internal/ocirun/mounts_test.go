@@ -7,20 +7,6 @@ import (
 	"testing"
 )
 
-func TestUnescapeMountinfo(t *testing.T) {
-	for in, want := range map[string]string{
-		`/tmp/moat-bench-1/state/runsc/null-netns`: "/tmp/moat-bench-1/state/runsc/null-netns",
-		`/tmp/a\040b`:  "/tmp/a b",
-		`/tmp/tab\011`: "/tmp/tab\t",
-		`/x\134y`:      `/x\y`,
-		`/short\04`:    `/short\04`, // a truncated escape is left alone
-	} {
-		if got := unescapeMountinfo(in); got != want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestRemoveAllClearsAFakeStateDir: a state directory as a runtime leaves
 // it, container directories and files, is removed whole.
 func TestRemoveAllClearsAFakeStateDir(t *testing.T) {
