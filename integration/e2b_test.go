@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,6 +100,7 @@ func TestE2BSDKRunsUnchangedOnMoatServe(t *testing.T) {
 		t.Error("the SDK script ended without saying all checks passed")
 	}
 
+	checkMetrics(t, url, key)
 	stop()
 	t.Logf("moat serve's log:\n%s", log())
 	left, err := os.ReadDir(filepath.Join(state, "run"))
@@ -219,4 +221,37 @@ func nodeVersion(t *testing.T, node string) [2]int {
 		t.Fatalf("node --version said %q", out)
 	}
 	return v
+}
+
+// checkMetrics reads the server's metrics once the script is done: its
+// two sandboxes created and none running, and the key required.
+func checkMetrics(t *testing.T, url, key string) {
+	t.Helper()
+	get := func(key string) (int, string) {
+		req, err := http.NewRequest("GET", url+"/metrics", nil)
+		must(t, err)
+		req.Header.Set("X-API-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		must(t, err)
+		return resp.StatusCode, string(body)
+	}
+	if code, _ := get("wrong"); code != http.StatusUnauthorized {
+		t.Errorf("/metrics with a wrong key: %d, want 401", code)
+	}
+	code, body := get(key)
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", code, body)
+	}
+	var pool, boot, running int
+	for _, line := range strings.Split(body, "\n") {
+		fmt.Sscanf(line, `moat_serve_creates_total{outcome="pool"} %d`, &pool)
+		fmt.Sscanf(line, `moat_serve_creates_total{outcome="boot"} %d`, &boot)
+		fmt.Sscanf(line, "moat_serve_sandboxes_running %d", &running)
+	}
+	if pool+boot != 2 || running != 0 {
+		t.Errorf("metrics: %d creates from the pool and %d booted (want 2 in all), %d running (want 0):\n%s", pool, boot, running, body)
+	}
 }

@@ -92,6 +92,7 @@ func (s *Server) apiMux() http.Handler {
 	mux.HandleFunc("POST /sandboxes/{id}/pause", s.notImplemented("pausing a sandbox"))
 	mux.HandleFunc("POST /sandboxes/{id}/resume", s.notImplemented("resuming a sandbox"))
 	mux.HandleFunc("GET /sandboxes/{id}/metrics", s.notImplemented("sandbox metrics"))
+	mux.HandleFunc("GET /metrics", s.serveMetrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "%s %s: no such endpoint", r.Method, r.URL.Path)
 	})
@@ -204,12 +205,14 @@ func (s *Server) boot(template, rootfs string, metadata, env map[string]string, 
 		inst = p.take()
 		how = "from the pool"
 	}
+	outcome := createdFromPool
 	if inst == nil {
 		var err error
 		if inst, err = s.rt.create(randomID(20), rootfs); err != nil {
+			s.metrics.created(createFailed, time.Since(start))
 			return nil, err
 		}
-		how = "booted"
+		how, outcome = "booted", createdByBoot
 	}
 	id := inst.id
 	sb := &sandbox{id: id, templateID: template, rootfs: rootfs, token: randomToken(),
@@ -220,6 +223,7 @@ func (s *Server) boot(template, rootfs string, metadata, env map[string]string, 
 	}
 	s.sandboxes.add(sb)
 	s.setDeadline(sb, timeout)
+	s.metrics.created(outcome, time.Since(start))
 	s.cfg.Log("sandbox %s: template %s, %s in %v", id, template, how, time.Since(start).Round(time.Microsecond))
 	return sb, nil
 }

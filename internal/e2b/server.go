@@ -63,6 +63,7 @@ type Server struct {
 	rt        *runtime
 	sandboxes registry
 	pools     map[string]*pool
+	metrics   *metrics
 	filling   sync.WaitGroup
 	creating  sync.WaitGroup
 	closing   chan struct{}
@@ -92,7 +93,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Log = func(string, ...any) {}
 	}
 	s := &Server{cfg: cfg, rt: rt, sandboxes: registry{m: make(map[string]*sandbox)},
-		pools: make(map[string]*pool), closing: make(chan struct{})}
+		pools: make(map[string]*pool), metrics: newMetrics(), closing: make(chan struct{})}
 	if cfg.Pool > 0 {
 		for name, rootfs := range cfg.Templates {
 			p := &pool{template: name, rootfs: rootfs, ready: make(chan *instance, cfg.Pool)}

@@ -139,6 +139,21 @@ await sbx.files.write('/tmp/octet.bin', big.subarray(0, 1 << 20), { useOctetStre
 eq('an octet-stream upload arrives whole', (await sbx.commands.run('sha256sum /tmp/octet.bin')).stdout.split(' ')[0],
   sha256(big.subarray(0, 1 << 20)))
 
+// The sandbox has a loopback of its own: the server's address is not
+// reachable from it.
+const port = new URL(process.env.E2B_API_URL).port
+const dial = await sbx.commands.run(`python3 -c '
+import socket
+s = socket.socket()
+s.settimeout(5)
+try:
+    s.connect(("127.0.0.1", ${port}))
+    print("connected")
+except OSError as e:
+    print("refused", e.errno)
+'`)
+check('the sandbox cannot reach moat serve', dial.stdout.startsWith('refused'), dial.stdout)
+
 // A second sandbox sees none of the first's files or processes.
 const marker = await sbx.commands.run('sleep 4321', { background: true })
 const procs = 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\\0" " "'

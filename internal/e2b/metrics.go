@@ -1,0 +1,95 @@
+package e2b
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// metrics are the server's counters, served at GET /metrics in
+// Prometheus' text format.
+type metrics struct {
+	mu      sync.Mutex
+	creates map[string]uint64 // by how: pool, boot, error
+	buckets []uint64          // create latency, per createBuckets bound
+	count   uint64
+	sum     float64
+}
+
+// createBuckets are the create latency histogram's upper bounds, in
+// seconds: a hand-over from a pool takes microseconds, a boot tens of
+// milliseconds to seconds.
+var createBuckets = []float64{0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// Ways a create ends.
+const (
+	createdFromPool = "pool"
+	createdByBoot   = "boot"
+	createFailed    = "error"
+)
+
+func newMetrics() *metrics {
+	return &metrics{creates: make(map[string]uint64), buckets: make([]uint64, len(createBuckets))}
+}
+
+// created counts one create that ended as how after took.
+func (m *metrics) created(how string, took time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.creates[how]++
+	if how == createFailed {
+		return
+	}
+	s := took.Seconds()
+	for i, bound := range createBuckets {
+		if s <= bound {
+			m.buckets[i]++
+		}
+	}
+	m.count++
+	m.sum += s
+}
+
+// write writes the metrics, with running sandboxes and the pools' ready
+// counts as they are now.
+func (m *metrics) write(w io.Writer, running int, ready map[string]int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fmt.Fprintf(w, "# HELP moat_serve_sandboxes_running Sandboxes handed out and not yet killed.\n")
+	fmt.Fprintf(w, "# TYPE moat_serve_sandboxes_running gauge\nmoat_serve_sandboxes_running %d\n", running)
+	fmt.Fprintf(w, "# HELP moat_serve_creates_total Sandbox creates, by outcome: from a pool (a hit), booted (a miss, or no pool), or failed.\n")
+	fmt.Fprintf(w, "# TYPE moat_serve_creates_total counter\n")
+	for _, how := range []string{createdFromPool, createdByBoot, createFailed} {
+		fmt.Fprintf(w, "moat_serve_creates_total{outcome=%q} %d\n", how, m.creates[how])
+	}
+	fmt.Fprintf(w, "# HELP moat_serve_create_seconds Time from a create request to its sandbox's registration.\n")
+	fmt.Fprintf(w, "# TYPE moat_serve_create_seconds histogram\n")
+	for i, bound := range createBuckets {
+		fmt.Fprintf(w, "moat_serve_create_seconds_bucket{le=%q} %d\n", strconv.FormatFloat(bound, 'g', -1, 64), m.buckets[i])
+	}
+	fmt.Fprintf(w, "moat_serve_create_seconds_bucket{le=\"+Inf\"} %d\n", m.count)
+	fmt.Fprintf(w, "moat_serve_create_seconds_sum %g\nmoat_serve_create_seconds_count %d\n", m.sum, m.count)
+	fmt.Fprintf(w, "# HELP moat_serve_pool_ready Sandboxes booted ahead and waiting, by template.\n")
+	fmt.Fprintf(w, "# TYPE moat_serve_pool_ready gauge\n")
+	names := make([]string, 0, len(ready))
+	for name := range ready {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "moat_serve_pool_ready{template=%q} %d\n", name, ready[name])
+	}
+}
+
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	ready := make(map[string]int, len(s.pools))
+	for name, p := range s.pools {
+		ready[name] = len(p.ready)
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	s.metrics.write(w, len(s.sandboxes.list()), ready)
+}

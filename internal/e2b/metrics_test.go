@@ -1,0 +1,33 @@
+package e2b
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMetricsCountCreatesByOutcomeAndBucketTheirLatency(t *testing.T) {
+	m := newMetrics()
+	m.created(createdFromPool, 20*time.Microsecond)
+	m.created(createdByBoot, 80*time.Millisecond)
+	m.created(createFailed, time.Second)
+	var b strings.Builder
+	m.write(&b, 2, map[string]int{"base": 3})
+	out := b.String()
+	for _, line := range []string{
+		"moat_serve_sandboxes_running 2",
+		`moat_serve_creates_total{outcome="pool"} 1`,
+		`moat_serve_creates_total{outcome="boot"} 1`,
+		`moat_serve_creates_total{outcome="error"} 1`,
+		`moat_serve_create_seconds_bucket{le="0.0001"} 1`,
+		`moat_serve_create_seconds_bucket{le="0.05"} 1`,
+		`moat_serve_create_seconds_bucket{le="0.1"} 2`,
+		`moat_serve_create_seconds_bucket{le="+Inf"} 2`,
+		"moat_serve_create_seconds_count 2",
+		`moat_serve_pool_ready{template="base"} 3`,
+	} {
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("no line %q in\n%s", line, out)
+		}
+	}
+}
