@@ -21,8 +21,11 @@ type command struct {
 	// failStatus is the exit status of a failure (runc's exec exits 255);
 	// 0 means 1.
 	failStatus int
-	summary    string // one line in `moat help`
-	detail     string // paragraphs in `moat help <name>`
+	// usageStatus is the exit status of a wrong flag or argument; 0 means
+	// 1, as runc's for every command.
+	usageStatus int
+	summary     string // one line in `moat help`
+	detail      string // paragraphs in `moat help <name>`
 	// setup declares the command's options and returns what runs it once
 	// they are parsed.
 	setup func(o *options) func(g *globalOptions, args []string) error
@@ -33,7 +36,7 @@ var commands = []*command{
 	specCommand, createCommand, startCommand, runCommand, stateCommand,
 	killCommand, deleteCommand, listCommand, execCommand, psCommand,
 	pauseCommand, resumeCommand, eventsCommand, updateCommand, featuresCommand,
-	checkpointCommand, restoreCommand, serveCommand,
+	checkpointCommand, restoreCommand, serveCommand, localCommand,
 }
 
 func lookupCommand(name string) *command {

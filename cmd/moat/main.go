@@ -113,7 +113,11 @@ func moatMain(args []string) int {
 		return 0
 	}
 	if err != nil {
-		return reportError(nil, cmd.name, err) // a wrong flag or argument: 1, as runc's for every command
+		status := reportError(nil, cmd.name, err) // a wrong flag or argument
+		if cmd.usageStatus != 0 {
+			status = cmd.usageStatus
+		}
+		return status
 	}
 	log, err := openLog(g.logPath, g.logFormat, g.debug)
 	if err != nil {

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/bundle"
+	"github.com/moat-sandbox/moat/internal/control"
+	"github.com/moat-sandbox/moat/internal/state"
+)
+
+// localStatus is the exit status of moat sandbox's own failures (a wrong
+// flag, a path that does not exist, a settings file that does not parse, a
+// sandbox that could not start), as docker run uses 125: any other status
+// is the command's.
+const localStatus = 125
+
+// localTimeoutStatus is the status of a command killed by --timeout, as
+// timeout(1) exits.
+const localTimeoutStatus = 124
+
+var localCommand = &command{
+	name:           "sandbox",
+	args:           "-- CMD [ARGS...]",
+	minArgs:        1,
+	maxArgs:        -1,
+	argsEndOptions: true,
+	failStatus:     localStatus,
+	usageStatus:    localStatus,
+	summary:        "run a command of this machine in a sandbox: its root read-only under an overlay, the current directory writable",
+	detail: `
+No bundle, no image: the sandbox's root is the host's own file system, read
+only, under an overlay, so the command may write anywhere and none of it
+reaches the host, except in the current directory and each --rw, which are
+shared writable. $HOME is hidden (unless --home), and so are the credential
+stores ~/.ssh ~/.aws ~/.config/gcloud ~/.docker ~/.netrc ~/.gnupg ~/.kube
+whatever --home says. The network is loopback alone (--net and --net-allow
+are not built yet). The
+environment is PATH, HOME, USER, TERM, LANG and their like, plus each --env;
+a variable whose name holds TOKEN, KEY, SECRET, PASSWORD, PASSWD or
+CREDENTIAL is passed only as --env NAME=VALUE.
+
+stdin, stdout and stderr are the caller's (a terminal of the sandbox's own
+when both stdin and stdout are terminals, resized with the caller's);
+signals reach the command; moat exits with its status, 128+N if it died of
+signal N, 124 if --timeout killed it, and 125 if moat itself failed.
+
+Defaults come from ~/.config/moat/sandbox.toml (keys rw, ro, hide, home,
+env, net, net_allow, memory, cpus, pids, timeout); flags add to its lists
+and replace the rest. docs/agents.md says more.`,
+	setup: func(o *options) func(*globalOptions, []string) error {
+		var flags localPolicy
+		var settingsPath, netAllow, keep string
+		o.Strings(&flags.RW, "rw", "PATH", "share PATH writable, as the current directory is")
+		o.Strings(&flags.RO, "ro", "PATH", "share PATH read-only (it cannot be written even in the overlay)")
+		o.Strings(&flags.Hide, "hide", "PATH", "make PATH empty inside")
+		o.Bool(&flags.Home, "home", "show $HOME read-only (writes go to the overlay); the credential stores stay hidden")
+		o.Strings(&flags.Env, "env,e", "NAME[=VALUE]", "pass the caller's NAME, or NAME=VALUE")
+		o.Bool(&flags.Net, "net", "allow all of the network (not built yet)")
+		o.String(&netAllow, "net-allow", "DOMAIN,...", "", "allow only these domains, addresses and ports, as docs/network.md's allowlist (not built yet)")
+		o.String(&flags.Memory, "memory", "BYTES", "", "memory limit, with a k, m or g suffix (default half the host's memory)")
+		o.fs.Func("cpus", "", func(v string) (err error) {
+			flags.CPUs, err = strconv.ParseFloat(v, 64)
+			return err
+		})
+		o.help = append(o.help, optionHelp{"--cpus N", "CPU limit, in CPUs (default none)"})
+		o.fs.Func("pids", "", func(v string) (err error) {
+			flags.PIDs, err = strconv.ParseInt(v, 10, 64)
+			return err
+		})
+		o.help = append(o.help, optionHelp{"--pids N", fmt.Sprintf("limit of processes and threads (default %d)", defaultPIDs)})
+		o.String(&flags.Timeout, "timeout", "DURATION", "", "kill the command after DURATION (90s, 10m) and exit 124")
+		o.String(&settingsPath, "settings", "FILE", "", "the settings file (default ~/.config/moat/sandbox.toml)")
+		o.String(&keep, "keep", "NAME", "", "keep the overlay for the next run with --keep NAME (not built yet)")
+		return func(g *globalOptions, args []string) error {
+			if keep != "" {
+				return flagErr("--keep", "not built yet: the overlay's upper layer lives in the sandbox's memory, and keeping it needs the sentry to write it to a host directory (docs/agents.md)")
+			}
+			if netAllow != "" {
+				flags.NetAllow = strings.Split(netAllow, ",")
+			}
+			h, err := currentHost()
+			if err != nil {
+				return err
+			}
+			path, required := settingsPath, settingsPath != ""
+			if !required {
+				path = defaultSettingsPath(h.environ, h.home)
+			}
+			p, err := loadSettings(path, required)
+			if err != nil {
+				return err
+			}
+			p = mergePolicy(p, flags, o.isSet)
+			return runLocal(g, p, h, args)
+		}
+	},
+}
+
+// mergePolicy puts the flags over the settings: lists are joined, the
+// others replaced when their flag was given.
+func mergePolicy(settings, flags localPolicy, isSet func(string) bool) localPolicy {
+	p := settings
+	p.RW = append(p.RW, flags.RW...)
+	p.RO = append(p.RO, flags.RO...)
+	p.Hide = append(p.Hide, flags.Hide...)
+	p.Env = append(p.Env, flags.Env...)
+	if isSet("home") {
+		p.Home = flags.Home
+	}
+	if isSet("net") {
+		p.Net = flags.Net
+	}
+	if isSet("net-allow") {
+		p.NetAllow = flags.NetAllow
+	}
+	if isSet("memory") {
+		p.Memory = flags.Memory
+	}
+	if isSet("cpus") {
+		p.CPUs = flags.CPUs
+	}
+	if isSet("pids") {
+		p.PIDs = flags.PIDs
+	}
+	if isSet("timeout") {
+		p.Timeout = flags.Timeout
+	}
+	return p
+}
+
+// currentHost is the caller's side: its directory, home, ids, environment
+// and the host's memory.
+func currentHost() (localHost, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return localHost{}, fmt.Errorf("the current directory: %w", err)
+	}
+	home, _ := os.UserHomeDir()
+	if home != "" {
+		home = filepath.Clean(home)
+	}
+	return localHost{cwd: cwd, home: home, uid: os.Geteuid(), gid: os.Getegid(), environ: os.Environ(), memTotal: hostMemory()}, nil
+}
+
+// hostMemory is MemTotal of /proc/meminfo in bytes, 0 if unknown.
+func hostMemory() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if n, err := strconv.ParseInt(f[0], 10, 64); err == nil && len(f) == 2 && f[1] == "kB" {
+				return n << 10
+			}
+		}
+	}
+	return 0
+}
+
+// localID is the sandbox's container id: its state root is private, but
+// its cgroup is made under the caller's, beside those of the caller's
+// other runs.
+func localID() string { return fmt.Sprintf("moat-sandbox-%d", os.Getpid()) }
+
+// runLocal runs args in a sandbox under policy p. Its bundle and state
+// live in a private directory that it removes however the run ends.
+func runLocal(g *globalOptions, p localPolicy, h localHost, args []string) (err error) {
+	if p.Net || len(p.NetAllow) > 0 {
+		flag := "--net"
+		if !p.Net {
+			flag = "--net-allow"
+		}
+		return flagErr(flag, "not built yet: moat sandbox has no host network to give the sandbox (docs/agents.md); the sandbox has loopback alone")
+	}
+	timeout, err := localTimeout(p.Timeout)
+	if err != nil {
+		return err
+	}
+	private, err := os.MkdirTemp("", "moat-sandbox-")
+	if err != nil {
+		return fmt.Errorf("private directory: %w", err)
+	}
+	defer os.RemoveAll(private)
+	h.private = private
+	h.emptyFile = filepath.Join(private, "empty")
+	if err := os.WriteFile(h.emptyFile, nil, 0o444); err != nil {
+		return fmt.Errorf("private directory: %w", err)
+	}
+	spec, err := localSpec(p, h, args, isTerminal(os.Stdin) && isTerminal(os.Stdout))
+	if err != nil {
+		return err
+	}
+	bundleDir := filepath.Join(private, "bundle")
+	if err := os.Mkdir(bundleDir, 0o700); err != nil {
+		return fmt.Errorf("private directory: %w", err)
+	}
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return fmt.Errorf("encode the sandbox's config: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(bundleDir, bundle.ConfigName), data, 0o600); err != nil {
+		return fmt.Errorf("private directory: %w", err)
+	}
+
+	lg := *g
+	lg.root = filepath.Join(private, "state")
+	lg.rootfsWrites = bundle.WritesOverlay
+	var timedOut atomic.Bool
+	if timeout > 0 {
+		timer := time.AfterFunc(timeout, func() {
+			timedOut.Store(true)
+			if err := killLocal(lg.root, localID()); err != nil {
+				g.log.debugf("sandbox: kill at the timeout: %v", err)
+			}
+		})
+		defer timer.Stop()
+	}
+	err = runContainer(&lg, localID(), runOptions{create: createOptions{bundleDir: bundleDir}})
+	var exit exitStatus
+	if timedOut.Load() && errors.As(err, &exit) && int(exit) == 128+int(unix.SIGKILL) {
+		fmt.Fprintf(os.Stderr, "moat: sandbox: %s killed after --timeout %s\n", args[0], timeout)
+		return exitStatus(localTimeoutStatus)
+	}
+	return err
+}
+
+// killLocal kills the sandbox whose state root is root, through its
+// control socket, named through a descriptor of its directory: a unix
+// socket's path holds at most 107 bytes, and $TMPDIR may be long.
+func killLocal(root, id string) error {
+	dir, err := os.Open(filepath.Join(root, id))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	socket := fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), state.ControlSocketName)
+	return control.Call(socket, control.Request{Op: control.OpKill, Signal: int(unix.SIGKILL), All: true}, controlTimeout)
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
