@@ -120,6 +120,74 @@ func TestE2BSDKRunsUnchangedOnMoatServe(t *testing.T) {
 	}
 }
 
+// TestMoatServeRestartRemovesWhatACrashedServerLeft kills a server that
+// holds a sandbox and a pool with SIGKILL: the sandboxes outlive it, and
+// the next server at the same state directory must delete them before it
+// listens.
+func TestMoatServeRestartRemovesWhatACrashedServerLeft(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: moat serve creates sandboxes")
+	}
+	if _, err := os.Stat(busybox); err != nil {
+		t.Skipf("%s is missing (make test installs busybox-static): no root file system to test with", busybox)
+	}
+	rootfs := filepath.Join(t.TempDir(), "rootfs")
+	for _, d := range []string{"bin", "etc", "tmp"} {
+		must(t, os.MkdirAll(filepath.Join(rootfs, d), 0o755))
+	}
+	data, err := os.ReadFile(busybox)
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(rootfs, "bin/busybox"), data, 0o755))
+	must(t, os.Symlink("busybox", filepath.Join(rootfs, "bin/sleep")))
+	state := filepath.Join(t.TempDir(), "state")
+	const key = "moat-e2b-restart-key"
+	start := func(pool string) (*exec.Cmd, string, func() string) {
+		args := append(append([]string{}, moatFlags()...), "serve", "--listen", "127.0.0.1:0", "--state", state,
+			"--template", "base="+rootfs, "--pool", pool)
+		cmd := exec.Command(moatBinary(t), args...)
+		cmd.Env = append(os.Environ(), "MOAT_API_KEY="+key)
+		stderr, err := cmd.StderrPipe()
+		must(t, err)
+		must(t, cmd.Start())
+		addr, log := serverAddress(t, stderr)
+		return cmd, "http://" + addr, log
+	}
+	first, url, log := start("1")
+	req, err := http.NewRequest("POST", url+"/v2/sandboxes", strings.NewReader(`{"templateID":"base","timeout":600}`))
+	must(t, err)
+	req.Header.Set("X-API-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		first.Process.Kill()
+		first.Wait()
+		t.Fatalf("create: %d\n%s", resp.StatusCode, log())
+	}
+	first.Process.Kill()
+	first.Wait()
+	left, err := os.ReadDir(filepath.Join(state, "run"))
+	must(t, err)
+	if len(left) == 0 {
+		t.Fatal("a killed server left no sandbox: the test tests nothing")
+	}
+
+	second, _, log2 := start("0")
+	defer func() {
+		second.Process.Signal(syscall.SIGTERM)
+		second.Wait()
+	}()
+	moat := &ocirun.Runtime{Name: "moat", Path: moatBinary(t), Flags: moatFlags()}
+	if ids, err := moat.At(filepath.Join(state, "run")).List(); err != nil || len(ids) > 0 {
+		t.Errorf("after a restart, moat list: %v %v (the crashed server left %d)\n%s", ids, err, len(left), log2())
+	}
+	bundles, err := os.ReadDir(filepath.Join(state, "bundles"))
+	must(t, err)
+	if len(bundles) > 0 {
+		t.Errorf("after a restart, %d bundles are left", len(bundles))
+	}
+}
+
 // serverAddress reads the server's stderr until it says where it
 // listens, and returns that address and a function that returns all the
 // server wrote on stderr so far.
