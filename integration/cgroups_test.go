@@ -37,8 +37,14 @@ func newCgroupEnv(t *testing.T, name string) *cgroupEnv {
 	return &cgroupEnv{env: newEnv(t), mode: mode, path: fmt.Sprintf("/moat-test-%s-%d", name, os.Getpid())}
 }
 
-// start runs args detached with r and returns the container's id.
+// start runs args detached with r as container id.
 func (e *cgroupEnv) start(id string, r *specs.LinuxResources, args ...string) {
+	e.t.Helper()
+	e.startWith(nil, id, r, args...)
+}
+
+// startWith is start with moat's global flags.
+func (e *cgroupEnv) startWith(flags []string, id string, r *specs.LinuxResources, args ...string) {
 	e.t.Helper()
 	e.writeSpec(specs.Spec{
 		Version:  specs.Version,
@@ -47,7 +53,7 @@ func (e *cgroupEnv) start(id string, r *specs.LinuxResources, args ...string) {
 		Hostname: "moat-integration",
 		Linux:    &specs.Linux{CgroupsPath: e.path, Resources: r},
 	})
-	if _, stderr, code := e.moatCmd("run", "-d", "--bundle", e.bundle, id); code != 0 {
+	if _, stderr, code := e.moatCmd(append(flags, "run", "-d", "--bundle", e.bundle, id)...); code != 0 {
 		e.t.Fatalf("run -d: exit %d: %s", code, stderr)
 	}
 	e.t.Cleanup(func() { e.moatCmd("delete", "--force", id) })
@@ -283,5 +289,32 @@ func TestCPUQuotaHoldsABusyLoopToItsShare(t *testing.T) {
 	}
 	if share < 0.02 {
 		t.Errorf("the sandbox used only %.3f of one CPU: was the loop running?", share)
+	}
+}
+
+// TestSystemdCgroupPathNamesTheScopeSystemdWouldMake: with
+// --systemd-cgroup, slice:prefix:name is the scope prefix-name.scope in
+// the slice's directory (the root slice here, so that no slice is left
+// on the host), made by moat itself.
+func TestSystemdCgroupPathNamesTheScopeSystemdWouldMake(t *testing.T) {
+	e := newCgroupEnv(t, "systemd")
+	name := fmt.Sprintf("cg4-%d", os.Getpid())
+	e.path = "-.slice:moat-test:" + name
+	e.startWith([]string{"--systemd-cgroup"}, "cg4", &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: ptr(int64(50))}}, "sleep", "600")
+	st := e.state("cg4")
+	e.path = "/moat-test-" + name + ".scope" // where the scope's cgroup must be
+	ctrl := "pids"
+	if e.mode == cgroups.Unified {
+		ctrl = ""
+	}
+	if !slices.Contains(procsOf(t, e.dir(ctrl)), st.Pid) {
+		t.Errorf("the sentry %d is not in %s", st.Pid, e.dir(ctrl))
+	}
+	checkFile(t, e.dir(ctrl), "pids.max", strconv.FormatInt(cgroups.HostPids(50), 10), e.read(ctrl, "pids.max"))
+	if _, stderr, code := e.moatCmd("delete", "--force", "cg4"); code != 0 {
+		t.Fatalf("delete --force: exit %d: %s", code, stderr)
+	}
+	if left := e.leftovers(); len(left) > 0 {
+		t.Errorf("after delete: %v", left)
 	}
 }
