@@ -92,8 +92,12 @@ func capabilities(uid uint32) *specs.LinuxCapabilities {
 
 // instance is one running sandbox as the runtime sees it.
 type instance struct {
-	id  string
-	dir *os.File // its state directory, which reaches its control socket
+	id string
+	// mu keeps dir open while a dial goes through it: once closed, its
+	// descriptor's number may name another sandbox's directory.
+	mu     sync.RWMutex
+	dir    *os.File // its state directory, which reaches its control socket
+	closed bool
 }
 
 // create boots sandbox id on rootfs and starts it.
@@ -139,15 +143,23 @@ func (rt *runtime) boot(id, bundle, rootfs string) (*instance, error) {
 
 // destroy kills sandbox id and deletes everything it had.
 func (rt *runtime) destroy(inst *instance) error {
+	inst.mu.Lock()
+	inst.closed = true
 	inst.dir.Close()
+	inst.mu.Unlock()
 	err := rt.root.Delete(inst.id)
 	return errors.Join(err, os.RemoveAll(filepath.Join(rt.bundles, inst.id)))
 }
 
-// controlSocket reaches the sandbox's control socket through its open
+// dial connects to the sandbox's control socket through its open
 // directory, whose path may be longer than a socket address holds.
-func (inst *instance) controlSocket() string {
-	return fmt.Sprintf("/proc/self/fd/%d/%s", inst.dir.Fd(), state.ControlSocketName)
+func (inst *instance) dial() (*control.Conn, error) {
+	inst.mu.RLock()
+	defer inst.mu.RUnlock()
+	if inst.closed {
+		return nil, fmt.Errorf("sandbox %s is gone", inst.id)
+	}
+	return control.Dial(fmt.Sprintf("/proc/self/fd/%d/%s", inst.dir.Fd(), state.ControlSocketName), execFirstAnswer)
 }
 
 // execFirstAnswer bounds the wait for the sentry to start a process.
@@ -165,7 +177,7 @@ type execution struct {
 // for a process with a terminal, with the one replica of a terminal of
 // the caller's. The caller keeps its own stdio files and closes them.
 func (inst *instance) exec(p *specs.Process, stdio ...*os.File) (*execution, error) {
-	conn, err := control.Dial(inst.controlSocket(), execFirstAnswer)
+	conn, err := inst.dial()
 	if err != nil {
 		return nil, err
 	}
