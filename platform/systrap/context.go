@@ -38,6 +38,8 @@ type threadContext struct {
 	runningSince atomic.Uint64
 	returned     uint64
 	parked       uint64
+
+	spins spinWindowCount // this thread's waits in Switch (spinpolicy.go)
 }
 
 var _ platform.Context = (*threadContext)(nil)
@@ -271,19 +273,32 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 		c.returned = now
 		return platform.Event{Kind: platform.EventInterrupt, KernelTime: kernelTime}, nil
 	}
-	atomic.StoreUint32(c.word(tsPark), 0)
+	// While the host's CPUs are wanted elsewhere, neither side spins: the
+	// handler sleeps as soon as it has trapped (tsPark), and so does the
+	// sentry (spinpolicy.go).
+	policy := &c.stub.p.spin
+	spinning := policy.spinning()
+	park, spin := uint32(1), 0
+	if spinning {
+		park, spin = 0, guestSpinIters
+		if longSpinners.Add(1) <= maxLongSpinners {
+			spin = longSpinIters
+		}
+	}
+	atomic.StoreUint32(c.word(tsPark), park)
 	busy := c.stub.p.busy
 	busy.enter()
 	resumed := rdtsc()
 	kernelTime := c.kernelTime(resumed)
 	c.runningSince.Store(resumed)
 	publish(c.word(tsState), threadResume, c.word(tsStubSleeping))
-	spin := guestSpinIters
-	if longSpinners.Add(1) <= maxLongSpinners {
-		spin = longSpinIters
+	ok, outcome := wait(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &c.stub.dead, spin)
+	if spinning {
+		longSpinners.Add(-1)
 	}
-	ok := waitFor(c.word(tsState), threadTrapped, c.word(tsSentrySleeping), &c.stub.dead, spin)
-	longSpinners.Add(-1)
+	if c.spins.add(outcome) {
+		policy.endWindow(c.spins.take())
+	}
 	busy.leave()
 	c.running.Store(false)
 	c.runningSince.Store(0)

@@ -121,20 +121,44 @@ func spinIters(d time.Duration) int {
 // futex after spin polls. While asleep it sets *sleeping, which tells the
 // other side to wake it. It returns false if dead becomes true first.
 func waitFor(word *uint32, want uint32, sleeping *uint32, dead *atomic.Bool, spin int) bool {
+	ok, _ := wait(word, want, sleeping, dead, spin)
+	return ok
+}
+
+// wait is waitFor, also reporting what its spin found (spinpolicy.go).
+func wait(word *uint32, want uint32, sleeping *uint32, dead *atomic.Bool, spin int) (bool, spinOutcome) {
 	yield := true
+	outcome := spinMiss
+	last := rdtsc()
 	for i := 1; i <= spin; i++ {
 		if atomic.LoadUint32(word) == want {
-			return true
+			if outcome == spinMiss {
+				outcome = spinHit
+			}
+			return true, outcome
 		}
 		spinPause()
-		if yield && i%yieldEvery == 0 {
-			// With few CPUs, the thread this one waits for may have been
-			// woken on this CPU: let it run (the stub's spins do the same).
-			// A slow yield means other processes keep the CPUs busy and
-			// each yield costs a slice of theirs: spin on without.
+		if i%yieldEvery == 0 {
+			// yieldEvery polls take microseconds: a gap of a slow
+			// yield's length means the host preempted this spin.
 			t := rdtsc()
-			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-			yield = rdtsc()-t < yieldSlowTicks
+			if t-last >= yieldSlowTicks {
+				outcome = spinContended
+			}
+			last = t
+			if yield {
+				// With few CPUs, the thread this one waits for may have
+				// been woken on this CPU: let it run (the stub's spins do
+				// the same). A slow yield means other processes keep the
+				// CPUs busy and each yield costs a slice of theirs: spin
+				// on without.
+				unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+				last = rdtsc()
+				if last-t >= yieldSlowTicks {
+					yield = false
+					outcome = spinContended
+				}
+			}
 		}
 		if i%goschedEvery == 0 {
 			// A goroutine made runnable meanwhile (a task whose wait just
@@ -143,23 +167,27 @@ func waitFor(word *uint32, want uint32, sleeping *uint32, dead *atomic.Bool, spi
 			// guest system call (every 64 polls made getppid several
 			// times slower: docs/SPECIFICATION.md).
 			runtime.Gosched()
+			last = rdtsc()
 		}
+	}
+	if spin == 0 {
+		outcome = spinHit // nothing was tried, nothing learnt
 	}
 	for {
 		atomic.StoreUint32(sleeping, 1) // an exchange: ordered before the load below
 		cur := atomic.LoadUint32(word)
 		if cur == want {
 			atomic.StoreUint32(sleeping, 0)
-			return true
+			return true, outcome
 		}
 		if dead.Load() {
 			atomic.StoreUint32(sleeping, 0)
-			return false
+			return false, outcome
 		}
 		futexWait(word, cur, &sleepTimeout)
 		atomic.StoreUint32(sleeping, 0)
 		if atomic.LoadUint32(word) == want {
-			return true
+			return true, outcome
 		}
 	}
 }

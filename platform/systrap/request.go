@@ -74,7 +74,7 @@ func (s *stubProcess) callLocked(u urgency, ops []op) (uint64, error) {
 	}
 	*c.u32(req + reqNOps) = uint32(len(ops))
 	spin, idle := requestSpinIters, uint32(0)
-	if u == aheadOfNeed {
+	if u == aheadOfNeed || !s.p.spin.spinning() {
 		spin, idle = 0, 1
 	}
 	atomic.StoreUint32(c.u32(req+reqIdle), idle)

@@ -31,6 +31,7 @@ type Platform struct {
 	pool    stubPool
 	entries stubEntries
 	busy    *busyGauge
+	spin    spinPolicy // whether hand-offs spin now
 }
 
 var _ platform.Platform = (*Platform)(nil)
