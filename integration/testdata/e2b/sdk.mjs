@@ -90,6 +90,12 @@ await sbx.pty.sendInput(term.pid, new TextEncoder().encode('sleep 1; echo size-$
 check('a resize reaches the terminal', await waitScreen('size-30x100'), JSON.stringify(screen))
 eq('the terminal is killed', await term.kill(), true)
 
+// stdin closed: the command sees its end.
+const cat = await sbx.commands.run('cat', { background: true, stdin: true })
+await cat.sendStdin('abc')
+await cat.closeStdin()
+eq('closeStdin ends the input', (await cat.wait()).stdout, 'abc')
+
 // Files.
 const w = await sbx.files.write('/tmp/dir/a.txt', 'contents of a\n')
 eq('write answers the path', [w.path, w.name], ['/tmp/dir/a.txt', 'a.txt'])
