@@ -249,6 +249,9 @@ func installE2BSDK(t *testing.T) string {
 	}
 	must(t, os.MkdirAll(dir, 0o755))
 	must(t, os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"moat-e2b-test","private":true}`+"\n"), 0o644))
+	// A module of its own, as the rootfs cache is: go vet ./... and go
+	// test ./... must not take a Go file in node_modules for moat's.
+	must(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module e2bsdkcache\n"), 0o644))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "e2b@"+e2bSDKVersion)
