@@ -15,6 +15,8 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/mountinfo"
 )
 
 // Root is where the host's cgroup hierarchies are mounted.
@@ -47,15 +49,11 @@ func Create(root, inner string, r *specs.LinuxResources) (_ *Cgroup, err error) 
 	if mode != Unified && r != nil && len(r.Unified) > 0 {
 		return nil, fieldError("linux.resources.unified", fmt.Sprint(r.Unified), "needs a cgroup v2 host; this one's controllers are on v1")
 	}
-	mi, err := openProc("mountinfo")
+	mounts, err := mountinfo.Read()
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}
-	v1, v2, err := readHierarchies(mi, root)
-	mi.Close()
-	if err != nil {
-		return nil, fmt.Errorf("cgroups: mountinfo: %w", err)
-	}
+	v1, v2 := readHierarchies(mounts, root)
 	self, err := openProc("cgroup")
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/mountinfo"
 )
 
 // Mode is how the host's cgroup hierarchies are laid out.
@@ -55,30 +57,22 @@ type hierarchy struct {
 var v1Options = map[string]bool{"rw": true, "ro": true, "noprefix": true, "clone_children": true,
 	"xattr": true, "cpuset_v2_mode": true, "favordynmods": true, "nofavordynmods": true}
 
-// readHierarchies lists the cgroup mounts of mountinfo under root.
-func readHierarchies(mountinfo io.Reader, root string) (v1 []hierarchy, v2 *hierarchy, err error) {
+// readHierarchies lists the cgroup mounts under root.
+func readHierarchies(mounts []mountinfo.Mount, root string) (v1 []hierarchy, v2 *hierarchy) {
 	seen := map[string]bool{}
-	sc := bufio.NewScanner(mountinfo)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 3 {
+	for _, m := range mounts {
+		if m.Point != root && !strings.HasPrefix(m.Point, root+"/") {
 			continue
 		}
-		mnt := unescapeMount(f[4])
-		if mnt != root && !strings.HasPrefix(mnt, root+"/") {
-			continue
-		}
-		h := hierarchy{mountpoint: mnt, root: unescapeMount(f[3])}
-		switch g[0] {
+		h := hierarchy{mountpoint: m.Point, root: m.Root}
+		switch m.FSType {
 		case "cgroup2":
 			if v2 == nil {
 				v2 = &h
 			}
 		case "cgroup":
-			for _, o := range strings.Split(g[2], ",") {
-				if !v1Options[o] && !strings.HasPrefix(o, "release_agent=") {
+			for _, o := range strings.Split(m.SuperOptions, ",") {
+				if o != "" && !v1Options[o] && !strings.HasPrefix(o, "release_agent=") {
 					h.controllers = append(h.controllers, o)
 				}
 			}
@@ -90,27 +84,7 @@ func readHierarchies(mountinfo io.Reader, root string) (v1 []hierarchy, v2 *hier
 			}
 		}
 	}
-	return v1, v2, sc.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var c byte
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
-				b.WriteByte(c)
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return v1, v2
 }
 
 // ownCgroups reads /proc/self/cgroup: each hierarchy's cgroup of the

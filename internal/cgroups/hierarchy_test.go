@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/moat-sandbox/moat/internal/mountinfo"
 )
 
 // A hybrid host's mountinfo, with cpu and cpuacct mounted together, a
@@ -20,10 +22,7 @@ const hybridMountinfo = `22 1 0:20 / /sys rw - sysfs sysfs rw
 `
 
 func TestReadHierarchiesListsEachMountedHierarchyOnce(t *testing.T) {
-	v1, v2, err := readHierarchies(strings.NewReader(hybridMountinfo), "/sys/fs/cgroup")
-	if err != nil {
-		t.Fatal(err)
-	}
+	v1, v2 := readHierarchies(mountinfo.Parse(hybridMountinfo), "/sys/fs/cgroup")
 	want := []hierarchy{
 		{"/sys/fs/cgroup/systemd", "/", []string{"name=systemd"}},
 		{"/sys/fs/cgroup/cpu,cpuacct", "/", []string{"cpu", "cpuacct"}},

@@ -16,6 +16,9 @@ type Mount struct {
 	Point  string // the mount point
 	FSType string
 	Source string
+	// SuperOptions are the file system's own options (a v1 cgroup
+	// mount's controllers among them).
+	SuperOptions string
 }
 
 // Read parses this process's mountinfo.
@@ -44,7 +47,11 @@ func Parse(data string) []Mount {
 		if sep < 0 || sep+2 >= len(f) {
 			continue
 		}
-		out = append(out, Mount{Root: unescape(f[3]), Point: unescape(f[4]), FSType: f[sep+1], Source: unescape(f[sep+2])})
+		m := Mount{Root: unescape(f[3]), Point: unescape(f[4]), FSType: f[sep+1], Source: unescape(f[sep+2])}
+		if sep+3 < len(f) {
+			m.SuperOptions = f[sep+3]
+		}
+		out = append(out, m)
 	}
 	return out
 }

@@ -9,9 +9,9 @@ func TestParseReadsTheFieldsAroundTheOptionalOnes(t *testing.T) {
 34 21 0:30 / /none rw master:2 shared:3 - proc proc rw
 `)
 	want := []Mount{
-		{"/", "/", "ext4", "/dev/vda"},
-		{"/a b", "/mnt/with space", "tmpfs", `my\tmpfs`},
-		{"/", "/none", "proc", "proc"},
+		{"/", "/", "ext4", "/dev/vda", "rw"},
+		{"/a b", "/mnt/with space", "tmpfs", `my\tmpfs`, "rw"},
+		{"/", "/none", "proc", "proc", "rw"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("parsed %+v, want %+v", got, want)
