@@ -121,16 +121,22 @@ func parseEntry(f []string) *entryInfo {
 		mode |= fs.ModeIrregular
 	}
 	e.Permissions = mode.String()
-	if sec, frac, ok := strings.Cut(f[5], "."); ok || sec != "" {
-		s, err1 := strconv.ParseInt(sec, 10, 64)
-		frac = (frac + "000000000")[:9]
-		ns, err2 := strconv.ParseInt(frac, 10, 64)
-		if err1 == nil && err2 == nil {
-			t := time.Unix(s, ns).UTC()
-			e.ModifiedTime = &t
-		}
+	if t, ok := parseSeconds(f[5]); ok {
+		e.ModifiedTime = &t
 	}
 	return e
+}
+
+// parseSeconds reads find's %T@, seconds since the epoch with a
+// fraction.
+func parseSeconds(v string) (time.Time, bool) {
+	sec, frac, _ := strings.Cut(v, ".")
+	s, err1 := strconv.ParseInt(sec, 10, 64)
+	ns, err2 := strconv.ParseInt((frac + "000000000")[:9], 10, 64)
+	if err1 != nil || err2 != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(s, ns).UTC(), true
 }
 
 // stat is the entry of p itself, not following a symlink.

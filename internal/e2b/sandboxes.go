@@ -185,53 +185,34 @@ const maxStderr = 4 << 10
 // (nil: discarded), and returns its status and stderr. It is how the file
 // operations act on the sandbox's files.
 func (sb *sandbox) run(ctx context.Context, u guestUser, stdin io.Reader, stdout io.Writer, args ...string) (int, string, error) {
-	var stdio [3]*os.File
-	var mine []*os.File // our ends, closed when the process ends
-	closeAll := func() {
-		for _, f := range stdio {
+	var in, inW, outR, outW, errR, errW *os.File
+	closeAll := func(fs ...*os.File) {
+		for _, f := range fs {
 			if f != nil {
 				f.Close()
 			}
 		}
 	}
+	var err error
 	if stdin == nil {
-		null, err := os.Open(os.DevNull)
-		if err != nil {
-			return 0, "", err
-		}
-		stdio[0] = null
+		in, err = os.Open(os.DevNull)
+	} else {
+		in, inW, err = os.Pipe()
 	}
-	var inW *os.File
-	if stdin != nil {
-		r, w, err := os.Pipe()
-		if err != nil {
-			return 0, "", err
-		}
-		stdio[0], inW = r, w
+	if err == nil {
+		outR, outW, err = os.Pipe()
 	}
-	outR, outW, err := os.Pipe()
+	if err == nil {
+		errR, errW, err = os.Pipe()
+	}
 	if err != nil {
-		closeAll()
+		closeAll(in, inW, outR, outW, errR, errW)
 		return 0, "", err
 	}
-	stdio[1] = outW
-	errR, errW, err := os.Pipe()
+	e, err := sb.inst.exec(sb.spec(u, args, "/", nil), in, outW, errW)
+	closeAll(in, outW, errW) // the sentry holds its own
 	if err != nil {
-		closeAll()
-		outR.Close()
-		return 0, "", err
-	}
-	stdio[2] = errW
-	mine = append(mine, outR, errR)
-	e, err := sb.inst.exec(sb.spec(u, args, "/", nil), stdio[:]...)
-	closeAll()
-	if err != nil {
-		for _, f := range mine {
-			f.Close()
-		}
-		if inW != nil {
-			inW.Close()
-		}
+		closeAll(inW, outR, errR)
 		return 0, "", err
 	}
 	ended := make(chan struct{})
@@ -259,10 +240,7 @@ func (sb *sandbox) run(ctx context.Context, u guestUser, stdin io.Reader, stdout
 	stop()
 	close(ended)
 	pumps.Wait()
-	if ctx.Err() != nil {
-		return code, stderr.String(), ctx.Err()
-	}
-	return code, stderr.String(), nil
+	return code, stderr.String(), ctx.Err()
 }
 
 // limitedBuffer keeps the first maxStderr bytes written to it.
