@@ -18,7 +18,8 @@ const (
 	noteMapEOF    = "a file's pages past its end when mapped stay SIGBUS if the file grows later, and a tmpfs size limit does not count pages first written through a mapping"
 
 	noteMountsInside = "until mounts inside the sandbox's own tree (issue #14)"
-	noteNamespaces   = "new UTS and IPC namespaces (with CAP_SYS_ADMIN); the sandbox has one mount, pid, network, cgroup and time namespace and no user namespaces, and asking for a new one answers EINVAL, as Linux built without that kind does"
+	noteNamespaces   = "new UTS, IPC and mount namespaces (with CAP_SYS_ADMIN; setns joins UTS and IPC ones); the sandbox has one pid, network, cgroup and time namespace and no user namespaces, and asking for a new one answers EINVAL, as Linux built without that kind does"
+	noteMount        = "with CAP_SYS_ADMIN, in the caller's mount tree (never the host's): new tmpfs, proc, sysfs, cgroup2 (empty), mqueue and devpts instances, bind mounts (MS_REC), remounts of the per-mount flags; propagation changes are accepted and mean nothing (every mount is private); MS_MOVE answers EINVAL, other types ENODEV"
 	notePtrace       = "between the sandbox's tasks, under YAMA's ptrace_scope 1; hardware breakpoints and watchpoints are not armed (a DR7 that enables one is ENOSPC), PTRACE_PEEKSIGINFO, PTRACE_GET_THREAD_AREA, PTRACE_SINGLEBLOCK and the seccomp requests answer EIO, there is no PTRACE_EVENT_SECCOMP, and segment registers cannot be changed"
 	noteReserved     = "reserved: Linux has never implemented it and answers ENOSYS"
 	noteOneNode      = "the sandbox has one memory node: Linux built without NUMA answers ENOSYS, which libnuma reads as NUMA unavailable"
@@ -199,7 +200,7 @@ var table = [...]Entry{
 	152: full("munlockall", Munlockall),
 	153: needsPrivilege("vhangup", unix.EPERM, "CAP_SYS_TTY_CONFIG", ""),
 	154: byDesign("modify_ldt", unix.ENOSYS, "no local descriptor tables: segments are the platform's; Linux built without CONFIG_MODIFY_LDT_SYSCALL answers ENOSYS"),
-	155: needsPrivilege("pivot_root", unix.EPERM, "CAP_SYS_ADMIN", noteMountsInside),
+	155: partial("pivot_root", PivotRoot, "with CAP_SYS_ADMIN, in the caller's mount tree; the root and working directory move for the tasks sharing the caller's file-system context alone, not every process whose root was the old one"),
 	156: byDesign("_sysctl", unix.ENOSYS, "removed from Linux (5.5), which answers ENOSYS; /proc/sys is the interface"),
 	157: partial("prctl", Prctl, "names, pdeathsig (recorded), dumpable, keepcaps, no_new_privs, seccomp, child subreaper, timer slack, THP, capbset read; other options EINVAL"),
 	158: partial("arch_prctl", ArchPrctl, "ARCH_SET_CPUID answers ENODEV: no CPUID faulting"),
@@ -209,8 +210,8 @@ var table = [...]Entry{
 	162: full("sync", Sync),
 	163: needsPrivilege("acct", unix.EPERM, "CAP_SYS_PACCT", ""),
 	164: needsPrivilege("settimeofday", unix.EPERM, "CAP_SYS_TIME", "to set the host's clock, which the guest's clocks are"),
-	165: needsPrivilege("mount", unix.EPERM, "CAP_SYS_ADMIN", noteMountsInside),
-	166: needsPrivilege("umount2", unix.EPERM, "CAP_SYS_ADMIN", noteMountsInside),
+	165: partial("mount", Mount, noteMount),
+	166: partial("umount2", Umount2, "in the caller's mount tree, with CAP_SYS_ADMIN; a mount in use is not EBUSY (every unmount is lazy) unless mounts sit on it"),
 	167: byDesign("swapon", unix.EPERM, "swap is the host's; Linux gives EPERM without CAP_SYS_ADMIN"),
 	168: byDesign("swapoff", unix.EPERM, "swap is the host's; Linux gives EPERM without CAP_SYS_ADMIN"),
 	169: byDesign("reboot", unix.EPERM, "the guest cannot restart the machine; Linux gives EPERM without CAP_SYS_BOOT"),

@@ -49,7 +49,7 @@ func TestUnsupportedCallsAnswerTheirRowsErrnoAndAreLoggedOnce(t *testing.T) {
 		unix.SYS_ADD_KEY:         unix.ENOSYS, // not yet
 		unix.SYS_REBOOT:          unix.EPERM,  // by design
 		unix.SYS_RESTART_SYSCALL: unix.EINTR,  // by design
-		unix.SYS_MOUNT:           unix.EPERM,  // needs privilege
+		unix.SYS_FSOPEN:          unix.EPERM,  // needs privilege
 		unix.SYS_TUXCALL:         unix.ENOSYS, // by design: Linux never had it
 		100000:                   unix.ENOSYS, // no such call
 	}
@@ -64,7 +64,7 @@ func TestUnsupportedCallsAnswerTheirRowsErrnoAndAreLoggedOnce(t *testing.T) {
 		}
 	})
 	for _, line := range []string{"unsupported syscall reboot (169): by design, EPERM",
-		"unsupported syscall add_key (248): not yet, ENOSYS", "unsupported syscall mount (165): needs privilege, EPERM"} {
+		"unsupported syscall add_key (248): not yet, ENOSYS", "unsupported syscall fsopen (430): needs privilege, EPERM"} {
 		if n := strings.Count(s.Log(), line); n != 1 {
 			t.Errorf("the log has %q %d times, want once:\n%s", line, n, s.Log())
 		}

@@ -4,19 +4,22 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/sentry/kernel/ipc"
+	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
-// A task's namespaces. The sandbox has UTS and IPC namespaces of its own
-// to give: unshare(2) and clone(2) make new ones for a task with
-// CAP_SYS_ADMIN, setns(2) joins one. The other kinds (mount, pid, net,
-// cgroup, time, user) the sandbox has one of each: asked for a new one,
+// A task's namespaces. The sandbox has UTS, IPC and mount namespaces of
+// its own to give: unshare(2) and clone(2) make new ones for a task with
+// CAP_SYS_ADMIN, setns(2) joins a UTS or IPC one. A mount namespace is a
+// copy of the mount tree the task's root lies in (vfs.CopyTree), held by
+// its file-system context, which moves into it. The other kinds (pid,
+// net, cgroup, time, user) the sandbox has one of each: asked for a new one,
 // it answers as Linux built without that kind does (EINVAL), after the
 // privilege check (EPERM) Linux makes first. A task's namespaces change
 // only in the task itself, under its process's mu, which others hold to
 // read them (/proc/<pid>/ns).
 
 // newNamespaces are the kinds the kernel can make.
-const newNamespaces = unix.CLONE_NEWUTS | unix.CLONE_NEWIPC
+const newNamespaces = unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNS
 
 // checkNewNamespaces is the check clone and unshare make of the
 // namespaces flags ask for.
@@ -72,6 +75,18 @@ func (t *Task) cloneNamespacesFor(child *Task, flags uint64) {
 	if flags&unix.CLONE_NEWIPC != 0 {
 		child.ipcns = t.ipcns.New()
 	}
+	if flags&unix.CLONE_NEWNS != 0 {
+		child.fs.newMountNamespace() // a copy: CLONE_FS with CLONE_NEWNS is refused
+	}
+}
+
+// newMountNamespace moves f into a mount tree of its own: a copy of the
+// one its root lies in.
+func (f *FSContext) newMountNamespace() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	remap := vfs.CopyTree(f.root)
+	f.root, f.cwd = remap(f.root), remap(f.cwd)
 }
 
 // unshareFlags are those unshare(2) knows.
@@ -117,6 +132,9 @@ func (t *Task) Unshare(flags uint64) error {
 	if flags&unix.CLONE_FS != 0 {
 		t.fs = t.fs.Fork()
 	}
+	if flags&unix.CLONE_NEWNS != 0 {
+		t.fs.newMountNamespace()
+	}
 	if flags&unix.CLONE_FILES != 0 && t.fds.shared() {
 		fds := t.fds.Fork()
 		t.fds.DecRef()
@@ -148,5 +166,28 @@ func (t *Task) SetNS(uts *UTSNamespace, ipcns *ipc.Namespace) error {
 		t.releaseSemUndo()
 	}
 	t.setNamespaces(uts, ipcns)
+	return nil
+}
+
+// PivotRoot implements pivot_root(2)'s change for the task: vfs.Pivot in
+// its tree, then its root and working directory, where they were the old
+// root, move to the new one (Linux moves every process's; the sandbox
+// moves those of the tasks sharing this file-system context).
+func (t *Task) PivotRoot(newRoot, putOld vfs.Path) error {
+	if !t.Capable(unix.CAP_SYS_ADMIN) {
+		return unix.EPERM
+	}
+	f := t.fs
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.root
+	root, err := vfs.Pivot(old, newRoot, putOld)
+	if err != nil {
+		return err
+	}
+	f.root = root
+	if f.cwd == old {
+		f.cwd = root
+	}
 	return nil
 }
