@@ -144,7 +144,7 @@ var table = [...]Entry{
 	96:  full("gettimeofday", Gettimeofday),
 	97:  full("getrlimit", Getrlimit),
 	98:  partial("getrusage", Getrusage, "ru_maxrss is the current resident set; fields past ru_minflt are zero"),
-	99:  partial("sysinfo", Sysinfo, "memory figures are the host's; load averages are zero"),
+	99:  partial("sysinfo", Sysinfo, "memory figures are the host's, the sandbox's under a memory limit; load averages are zero"),
 	100: full("times", Times),
 	101: partial("ptrace", Ptrace, notePtrace),
 	102: full("getuid", Getuid),

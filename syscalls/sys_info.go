@@ -20,11 +20,24 @@ func Uname(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 }
 
 // Sysinfo implements Linux syscall sysinfo(2): memory figures are the
-// host's, uptime and the process count the sandbox's.
+// host's, or the sandbox's under a memory limit; uptime and the process
+// count the sandbox's.
 func Sysinfo(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	var si unix.Sysinfo_t
 	if err := unix.Sysinfo(&si); err != nil {
 		return 0, err
+	}
+	if total, free, ok := t.Kernel().MemoryView(); ok {
+		// Under a memory limit, the sandbox's memory (as /proc/meminfo
+		// shows it): no more than the host's RAM, no swap, nothing shared
+		// or in buffers that the charge does not already hold.
+		unit := uint64(max(si.Unit, 1))
+		if host := si.Totalram * unit; total > host {
+			free -= min(free, total-host)
+			total = host
+		}
+		si.Totalram, si.Freeram = total/unit, free/unit
+		si.Sharedram, si.Bufferram, si.Totalswap, si.Freeswap = 0, 0, 0, 0
 	}
 	si.Uptime = int64(t.Kernel().Uptime().Seconds()) + 1
 	si.Loads = [3]uint64{}

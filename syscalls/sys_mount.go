@@ -124,9 +124,9 @@ func newMountFS(t *kernel.Task, fstype, data string) (*vfs.Dentry, string, error
 	case "proc":
 		return procfs.New(t.Kernel()), "", nil
 	case "sysfs":
-		return sysfs.New(), "", nil
+		return sysfs.New(t.Kernel().NumCPUs()), "", nil
 	case "cgroup2":
-		return sysfs.NewCgroup(), "", nil
+		return sysfs.NewCgroup(t.Kernel()), "", nil
 	case "mqueue":
 		return vfs.NewRoot(t.IPCNamespace().MQueue().Root()), "", nil
 	case "devpts":

@@ -461,14 +461,14 @@ func SchedGetattr(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // cpuMaskBytes is the size of the CPU masks the affinity calls exchange:
 // the sandbox's CPUs, in whole words.
-func cpuMaskBytes() int { return (kernel.NumCPUs() + 63) / 64 * 8 }
+func cpuMaskBytes(t *kernel.Task) int { return (t.Kernel().NumCPUs() + 63) / 64 * 8 }
 
 // SchedSetaffinity implements Linux syscall sched_setaffinity(2): the
 // mask is cut to the sandbox's CPUs, and one with none of them left is
 // EINVAL. A shorter mask than the sandbox's leaves the CPUs past it out.
 func SchedSetaffinity(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	pid, size := a.Int(0), int(a.Uint(1))
-	buf := make([]byte, cpuMaskBytes())
+	buf := make([]byte, cpuMaskBytes(t))
 	if _, err := t.CopyIn(a.Ptr(2), buf[:min(size, len(buf))]); err != nil {
 		return 0, err
 	}
@@ -485,7 +485,7 @@ func SchedSetaffinity(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			set[i] |= uint64(buf[i*8+b]) << (8 * b)
 		}
 	}
-	set = set.Intersect(kernel.AllCPUs())
+	set = set.Intersect(t.Kernel().AllCPUs())
 	if set.Empty() {
 		return 0, unix.EINVAL
 	}
@@ -500,15 +500,15 @@ func SchedSetaffinity(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 // and be whole words; the call returns how many bytes it wrote.
 func SchedGetaffinity(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	pid, size := a.Int(0), a.Uint(1)
-	if uint64(size)*8 < uint64(kernel.NumCPUs()) || size%8 != 0 {
+	if uint64(size)*8 < uint64(t.Kernel().NumCPUs()) || size%8 != 0 {
 		return 0, unix.EINVAL
 	}
 	target, err := schedTarget(t, pid)
 	if err != nil {
 		return 0, err
 	}
-	set := target.Sched().CPUs()
-	mask := make([]byte, cpuMaskBytes())
+	set := target.CPUs()
+	mask := make([]byte, cpuMaskBytes(t))
 	for i := range mask {
 		mask[i] = byte(set[i/8] >> (8 * (i % 8)))
 	}

@@ -175,6 +175,13 @@ type Stats struct {
 	MemLimit  uint64 `json:"memLimit,omitempty"`
 	Pids      uint64 `json:"pids"` // tasks
 	PidsLimit uint64 `json:"pidsLimit,omitempty"`
+	// Charged is memory.current as the sandbox's memory controller counts
+	// it (anonymous memory touched, tmpfs, the page cache the sentry keeps
+	// for the guest), the figure its limit applies to; OOMKills how many
+	// processes its OOM killer has killed (memory.events oom_kill): each
+	// one an "oom" event, as runc reports them.
+	Charged  uint64 `json:"charged,omitempty"`
+	OOMKills uint64 `json:"oomKills,omitempty"`
 }
 
 // Err turns a Response into a Go error.

@@ -44,6 +44,8 @@ type Sandbox struct {
 	// seccomp is the container's linux.seccomp filter, which every
 	// process it starts (init, exec) runs under.
 	seccomp []seccomp.Insn
+	// hostCPUs are the CPUs a cpuset may hold (the sentry's at boot).
+	hostCPUs unix.CPUSet
 }
 
 // New builds the sandbox that setup describes, with the gofer on goferFD
@@ -72,6 +74,10 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any), confine fu
 	if err != nil {
 		return nil, err
 	}
+	var hostCPUs unix.CPUSet // what a cpuset may hold, read while the call is allowed
+	if err := unix.SchedGetaffinity(0, &hostCPUs); err != nil {
+		return nil, fmt.Errorf("the sentry's CPUs: %w", err)
+	}
 	if confine != nil {
 		if err := confine(); err != nil {
 			return nil, err
@@ -90,6 +96,13 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any), confine fu
 		Hostname: hostname, HWCap: hw.hwcap, HWCap2: hw.hwcap2, MinSigStackSize: hw.minSigStk, Log: log})
 	if err != nil {
 		return nil, err
+	}
+	if spec.Linux != nil {
+		limits, err := sandboxLimits(kernel.SandboxLimits{}, spec.Linux.Resources, hostCPUs)
+		if err != nil {
+			return nil, &kernel.InitError{Msg: err.Error()}
+		}
+		k.SetSandboxLimits(limits)
 	}
 	if err := setupNetwork(k, setup, log); err != nil {
 		return nil, err
@@ -125,7 +138,7 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any), confine fu
 	if err := k.CreateInit(init); err != nil {
 		return nil, err
 	}
-	return &Sandbox{Kernel: k, log: log, seccomp: filter}, nil
+	return &Sandbox{Kernel: k, log: log, seccomp: filter, hostCPUs: hostCPUs}, nil
 }
 
 // newPlatform starts the platform the CLI asked for over the memory file.
@@ -184,7 +197,7 @@ func readAuxv() (hostCPU, error) {
 // k's. Other mount types are not supported yet and are logged.
 func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, k *kernel.Kernel, log func(string, ...any)) (vfs.Path, error) {
 	spec := setup.Spec
-	root, err := mountRoot(spec.Root.Readonly, setup.RootfsWrites, setup.OverlayMemory, c, mf)
+	root, err := mountRoot(spec.Root.Readonly, setup.RootfsWrites, overlayMemory(setup.OverlayMemory, k.SandboxLimits().MemoryMax), c, mf)
 	if err != nil {
 		return vfs.Path{}, fmt.Errorf("mount the root file system: %w", err)
 	}
@@ -217,7 +230,7 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, k *kerne
 				return vfs.Path{}, err
 			}
 		default:
-			if err := mountFS(root, m, mf, k.RootIPCNamespace().MQueue(), log); err != nil {
+			if err := mountFS(root, m, mf, k, k.RootIPCNamespace().MQueue(), log); err != nil {
 				return vfs.Path{}, err
 			}
 			ptsMounted = ptsMounted || m.Type == "devpts" && path.Clean(m.Destination) == "/dev/pts"
@@ -228,7 +241,7 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, k *kerne
 		// there, the one runc's default config has.
 		pts := specs.Mount{Destination: "/dev/pts", Type: "devpts", Source: "devpts",
 			Options: append([]string{"nosuid", "noexec"}, devpts.RuncOptions...)}
-		if err := mountFS(root, pts, mf, nil, log); err != nil {
+		if err := mountFS(root, pts, mf, k, nil, log); err != nil {
 			return vfs.Path{}, err
 		}
 	}
@@ -236,20 +249,20 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, k *kerne
 }
 
 // mountFS mounts a file system the sentry makes for an OCI mount: tmpfs;
-// sysfs, always read-only; a cgroup or cgroup2 mount, an empty read-only
-// cgroup2 tree (sysfs.NewCgroup says what will fill it); mqueue, the
+// sysfs, always read-only; a cgroup or cgroup2 mount, the read-only
+// cgroup2 view of the sandbox (sysfs.NewCgroup); mqueue, the
 // message queues of mq (the sandbox's IPC namespace's); devpts, a new
 // instance of the sandbox's pseudo-terminals. Other types are logged and
 // skipped.
-func mountFS(root vfs.Path, m specs.Mount, mf *memfile.File, mq *mqueue.Namespace, log func(string, ...any)) error {
+func mountFS(root vfs.Path, m specs.Mount, mf *memfile.File, k *kernel.Kernel, mq *mqueue.Namespace, log func(string, ...any)) error {
 	flags, data := mountFlags(m.Options)
 	switch m.Type {
 	case "tmpfs":
 		return mountTmpfsFrom(root, m.Destination, m.Source, m.Options, mf, log)
 	case "sysfs":
-		return mountAt(root, m.Destination, sysfs.New(), "sysfs", flags|unix.MS_RDONLY, m.Source, "")
+		return mountAt(root, m.Destination, sysfs.New(k.NumCPUs()), "sysfs", flags|unix.MS_RDONLY, m.Source, "")
 	case "cgroup", "cgroup2":
-		return mountAt(root, m.Destination, sysfs.NewCgroup(), "cgroup2", flags|unix.MS_RDONLY, m.Source, "")
+		return mountAt(root, m.Destination, sysfs.NewCgroup(k), "cgroup2", flags|unix.MS_RDONLY, m.Source, "")
 	case "mqueue":
 		if len(data) > 0 {
 			log("mqueue at %s: options %q ignored", m.Destination, data)

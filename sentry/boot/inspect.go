@@ -59,7 +59,8 @@ func cmdline(m *mm.MemoryManager) string {
 
 // stats is what the sandbox uses now, from the kernel's own accounting:
 // CPU time of the living processes and of those reaped, guest memory
-// resident (each address space once), and tasks.
+// resident (each address space once) and charged, tasks, the limits and
+// the OOM killer's kills.
 func (s *Sandbox) stats() control.Stats {
 	var st control.Stats
 	seen := make(map[*mm.MemoryManager]bool)
@@ -77,15 +78,20 @@ func (s *Sandbox) stats() control.Stats {
 			}
 		}
 	}
+	l := s.Kernel.SandboxLimits()
+	st.MemLimit, st.PidsLimit = l.MemoryMax, l.PidsMax
+	st.Charged, st.OOMKills = s.Kernel.MemoryCurrent(), s.Kernel.MemoryEvents().OOMKill
 	return st
 }
 
-// update takes new resource limits (`moat update`). The sentry enforces
-// none of them yet (the sandbox's hard limits are still to come): it says
-// so once in its log; the CLI keeps them in the container's record.
+// update takes new resource limits (`moat update`) into the sandbox's
+// own: what the guest sees and the sentry enforces (the CLI sets the host
+// cgroup's). A lower memory limit than the guest uses runs the OOM killer.
 func (s *Sandbox) update(r *specs.LinuxResources) error {
-	if r != nil {
-		s.log("update: memory, cpu and pids limits are recorded, not enforced yet")
+	limits, err := sandboxLimits(s.Kernel.SandboxLimits(), r, s.hostCPUs)
+	if err != nil {
+		return err
 	}
+	s.Kernel.SetSandboxLimits(limits)
 	return nil
 }

@@ -53,7 +53,7 @@ func TestGeneratedConfigsMountEveryMountWithoutALogLine(t *testing.T) {
 		}
 		var log logged
 		for _, m := range ms {
-			if err := mountFS(root, m, memFile(t), mqueue.NewNamespace(time.Now, mqueue.NewAccounts()), log.log); err != nil {
+			if err := mountFS(root, m, memFile(t), kerneltest.New(t, syscalls.NewTable()).Kernel, mqueue.NewNamespace(time.Now, mqueue.NewAccounts()), log.log); err != nil {
 				t.Errorf("%s: mount of %s at %s: %v", name, m.Type, m.Destination, err)
 			}
 		}
@@ -71,7 +71,7 @@ func TestSysfsAndCgroupMountsAreReadOnlyWhateverTheOptions(t *testing.T) {
 		{Destination: "/sys/fs/cgroup", Type: "cgroup2", Options: []string{"nodev"}},
 		{Destination: "/dev/mqueue", Type: "mqueue", Options: []string{"nosuid"}},
 	} {
-		if err := mountFS(root, m, memFile(t), mqueue.NewNamespace(time.Now, mqueue.NewAccounts()), log.log); err != nil {
+		if err := mountFS(root, m, memFile(t), kerneltest.New(t, syscalls.NewTable()).Kernel, mqueue.NewNamespace(time.Now, mqueue.NewAccounts()), log.log); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,7 +141,7 @@ func pathRulesSandbox(t *testing.T) *kerneltest.Sandbox {
 	if err := mountAt(s.Root, "/dev", devfs.New(unix.Timespec{}), "devtmpfs", unix.MS_NOSUID, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := mountFS(s.Root, specs.Mount{Destination: "/sys", Type: "sysfs", Options: []string{"ro"}}, s.MemFile, nil, (&logged{}).log); err != nil {
+	if err := mountFS(s.Root, specs.Mount{Destination: "/sys", Type: "sysfs", Options: []string{"ro"}}, s.MemFile, s.Kernel, nil, (&logged{}).log); err != nil {
 		t.Fatal(err)
 	}
 	if err := mountAt(s.Root, "/proc", procfs.New(s.Kernel), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "proc", ""); err != nil {

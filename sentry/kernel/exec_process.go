@@ -2,6 +2,9 @@ package kernel
 
 import (
 	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/linuxabi"
 )
@@ -41,14 +44,20 @@ func (k *Kernel) StartProcess(s InitSpec) (*Process, error) {
 	if k.init != nil && !k.init.zombie {
 		tid = k.allocTIDLocked()
 	}
-	if tid == 0 {
+	// As runc's exec forks into the container's cgroup, the process is
+	// one more task for pids.max.
+	full := tid != 0 && k.pidsFullLocked()
+	if tid == 0 || full {
 		k.treeMu.Unlock()
 		if !t.mm.DecUsers() { // what buildProcess made, never run
 			t.ctx.Release()
 		}
 		t.fds.DecRef()
-		if k.init == nil || k.init.zombie {
+		switch {
+		case k.init == nil || k.init.zombie:
 			return nil, ErrSandboxEnded
+		case full:
+			return nil, fmt.Errorf("the sandbox is at its pids.max: %w", unix.EAGAIN)
 		}
 		return nil, errors.New("no process id is free")
 	}

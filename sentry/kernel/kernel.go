@@ -81,6 +81,10 @@ type Kernel struct {
 	// sigCharges counts each user's POSIX timers against
 	// RLIMIT_SIGPENDING (posix_timer.go).
 	sigCharges sigCharges
+	// sbLimits are the sandbox's cgroup limits (sandbox_limits.go), mem
+	// its memory controller (memcg.go).
+	sbLimits sandboxLimits
+	mem      memCgroup
 
 	done       chan struct{} // closed when the sandbox ends
 	doneOnce   sync.Once
@@ -117,6 +121,7 @@ func New(c Config) (*Kernel, error) {
 	}
 	k.ipcns = k.newRootIPC()
 	k.utsns = newUTSNamespace(c.Hostname, defaultDomain)
+	k.sbLimits.wake = make(chan struct{}, 1)
 	return k, nil
 }
 
@@ -150,6 +155,7 @@ func (k *Kernel) Start() error {
 		return fmt.Errorf("kernel: no init process")
 	}
 	go tg.tasks[0].run()
+	go k.watchMemory()
 	tg.checkCPULimit() // the config's RLIMIT_CPU
 	return nil
 }

@@ -4,12 +4,14 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/mm"
 )
 
 // The OOM killer's knobs, as /proc/<pid>/oom_score_adj and oom_adj show
-// and set them. The sentry has no OOM killer of its own: the values are
-// kept, inherited by fork and checked as Linux checks them, for programs
-// that set them (systemd, browsers, container agents) and read them back.
+// and set them: kept, inherited by fork and checked as Linux checks them,
+// and weighed by the sandbox's OOM killer (memcg.go) as Linux's
+// oom_badness weighs them.
 
 // Linux's bounds of oom_score_adj and the legacy oom_adj.
 const (
@@ -63,4 +65,28 @@ func (tg *ThreadGroup) SetOOMScoreAdj(adj int, legacy, privileged bool) error {
 			return nil
 		}
 	}
+}
+
+// Badness is Linux's oom_badness for the process: its resident pages
+// (rss; the sentry keeps no swap of its own and its page tables are the
+// host's, so those terms are nothing here) plus oom_score_adj
+// thousandths of totalPages, at least 1. ok is false for a process the
+// OOM killer may not pick: oom_score_adj -1000, or one with no task left.
+func (tg *ThreadGroup) Badness(totalPages uint64) (points int64, ok bool) {
+	adj := int64(tg.OOMScoreAdj())
+	if adj == OOMScoreAdjMin {
+		return 0, false
+	}
+	var m *mm.MemoryManager
+	for _, t := range tg.Tasks() {
+		if m = t.MM(); m != nil {
+			break
+		}
+	}
+	if m == nil {
+		return 0, false
+	}
+	// Linux normalises totalPages to thousandths first, then scales.
+	points = int64(m.ResidentBytes()/mm.PageSize) + adj*int64(totalPages/1000)
+	return max(points, 1), true
 }

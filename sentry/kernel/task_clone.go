@@ -149,7 +149,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 		return 0, unix.EAGAIN
 	}
 	child.tid = tid
-	if !k.mayAddTaskLocked(child, t.tg.limits.Get(unix.RLIMIT_NPROC).Cur) {
+	if !k.mayAddTaskLocked(child, t.tg.limits.Get(unix.RLIMIT_NPROC).Cur) || k.pidsFullLocked() {
 		k.treeMu.Unlock()
 		undo()
 		return 0, unix.EAGAIN

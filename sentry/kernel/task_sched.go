@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"runtime"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -64,17 +62,13 @@ func forkSched(s Sched) Sched {
 	return s
 }
 
-// NumCPUs is how many CPUs the sandbox has: those the sentry may use,
-// numbered from 0.
-func NumCPUs() int { return runtime.NumCPU() }
-
 // CPUSet is a set of CPUs in Linux's cpumask layout: bit i of word i/64
 // is CPU i.
 type CPUSet []uint64
 
-// AllCPUs is every CPU of the sandbox.
-func AllCPUs() CPUSet {
-	n := NumCPUs()
+// AllCPUs is every CPU of the sandbox (NumCPUs).
+func (k *Kernel) AllCPUs() CPUSet {
+	n := k.NumCPUs()
 	s := make(CPUSet, (n+63)/64)
 	for i := 0; i < n; i++ {
 		s[i/64] |= 1 << (i % 64)
@@ -82,12 +76,20 @@ func AllCPUs() CPUSet {
 	return s
 }
 
-// CPUs returns the task's affinity as a set, every CPU if it never set one.
-func (s Sched) CPUs() CPUSet {
-	if s.Affinity == nil {
-		return AllCPUs()
+// CPUs returns the task's affinity as a set: every CPU if it never set
+// one. A cpuset made smaller since (moat update) cuts the affinity to
+// it, or replaces it if none of its CPUs is left, as Linux moves a task
+// whose CPUs all left its cpuset onto the cpuset's.
+func (t *Task) CPUs() CPUSet {
+	all := t.k.AllCPUs()
+	a := t.Sched().Affinity
+	if a == nil {
+		return all
 	}
-	return s.Affinity
+	if c := a.Intersect(all); !c.Empty() {
+		return append(c, make(CPUSet, len(all)-len(c))...)
+	}
+	return all
 }
 
 // Intersect returns the CPUs of c that are also in o.

@@ -59,3 +59,14 @@ func syntheticCPUInfo() []byte {
 	}
 	return []byte(b.String())
 }
+
+// firstCPUs is the part of a /proc/cpuinfo that describes its first n
+// processors: a sandbox whose cpuset is smaller than the sentry's CPUs
+// sees that many, numbered from 0 as its sched_getaffinity numbers them.
+func firstCPUs(info []byte, n int) []byte {
+	blocks := bytes.SplitAfter(info, []byte("\n\n"))
+	if n >= len(blocks) {
+		return info
+	}
+	return bytes.Join(blocks[:n], nil)
+}

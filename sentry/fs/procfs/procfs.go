@@ -3,7 +3,7 @@
 // the host it shows only what a runc container sees of it too and the
 // sandbox's kernel reports elsewhere: the CPUs the sentry may use
 // (cpuinfo, as sched_getaffinity counts them) and the memory figures
-// (meminfo, as sysinfo gives them) until the sandbox has limits of its own.
+// (meminfo, as sysinfo gives them) while the sandbox has no memory limit.
 package procfs
 
 import (

@@ -3,7 +3,6 @@ package procfs
 import (
 	"bytes"
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -37,8 +36,8 @@ func (f *fs) rootDir() *node {
 			return fmt.Sprintf("%d/task/%d", c.PID(), c.TID()), nil
 		})},
 		{"mounts", f.link("mounts", func(vfs.Caller) (string, error) { return "self/mounts", nil })},
-		file("meminfo", meminfo),
-		file("cpuinfo", func() ([]byte, error) { return f.cpuinfo, nil }),
+		file("meminfo", f.meminfo),
+		file("cpuinfo", func() ([]byte, error) { return firstCPUs(f.cpuinfo, f.k.NumCPUs()), nil }),
 		file("stat", f.stat),
 		file("uptime", f.uptime),
 		file("loadavg", f.loadavg),
@@ -66,33 +65,63 @@ func (f *fs) rootDir() *node {
 const filesystems = "nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tcgroup2\nnodev\tdevtmpfs\n" +
 	"nodev\toverlay\nnodev\tmqueue\nnodev\t9p\n"
 
-// meminfo is the host's /proc/meminfo, as a runc container sees it: the
-// sandbox has no memory limit of its own yet (the hard-limits work gives
-// it one, and this file its figures then). Where the host's file cannot
-// be read, the figures sysinfo(2) gives stand in.
-func meminfo() ([]byte, error) {
+// meminfo is the host's /proc/meminfo, as a runc container sees it, while
+// the sandbox has no memory limit; under one (memory.max), the sandbox's
+// own figures (sandboxMeminfo). Where the host's file cannot be read, the
+// figures sysinfo(2) gives stand in.
+func (f *fs) meminfo() ([]byte, error) {
+	var si unix.Sysinfo_t
+	if total, free, ok := f.k.MemoryView(); ok {
+		if err := unix.Sysinfo(&si); err != nil {
+			return nil, err
+		}
+		return sandboxMeminfo(total, free, si.Totalram*uint64(si.Unit)), nil
+	}
 	if b, err := readHostMeminfo(); err == nil && bytes.HasPrefix(b, []byte("MemTotal:")) {
 		return b, nil
 	}
-	var si unix.Sysinfo_t
 	if err := unix.Sysinfo(&si); err != nil {
 		return nil, err
 	}
 	kb := func(v uint64) uint64 { return v * uint64(si.Unit) / 1024 }
-	var b strings.Builder
-	for _, l := range []struct {
-		name string
-		v    uint64
-	}{
+	return formatMeminfo([]meminfoLine{
 		{"MemTotal", kb(si.Totalram)}, {"MemFree", kb(si.Freeram)}, {"MemAvailable", kb(si.Freeram + si.Bufferram)},
 		{"Buffers", kb(si.Bufferram)}, {"Cached", 0}, {"SwapCached", 0}, {"Active", 0}, {"Inactive", 0},
 		{"SwapTotal", kb(si.Totalswap)}, {"SwapFree", kb(si.Freeswap)}, {"Shmem", kb(si.Sharedram)},
 		{"Committed_AS", 0},
-	} {
-		fmt.Fprintf(&b, "%-15s %8d kB\n", l.name+":", l.v)
+	}), nil
+}
+
+// sandboxMeminfo is /proc/meminfo under a memory limit, as lxcfs makes it
+// for a container: MemTotal is the limit (no more than the host's RAM,
+// hostRAM bytes), MemFree and MemAvailable what the charge leaves of it.
+// The sandbox has no swap (memory.swap is the host cgroup's alone).
+func sandboxMeminfo(total, free, hostRAM uint64) []byte {
+	if hostRAM != 0 && total > hostRAM {
+		free -= min(free, total-hostRAM)
+		total = hostRAM
+	}
+	return formatMeminfo([]meminfoLine{
+		{"MemTotal", total / 1024}, {"MemFree", free / 1024}, {"MemAvailable", free / 1024},
+		{"Buffers", 0}, {"Cached", 0}, {"SwapCached", 0}, {"Active", 0}, {"Inactive", 0},
+		{"SwapTotal", 0}, {"SwapFree", 0}, {"Shmem", 0}, {"Committed_AS", 0},
+	})
+}
+
+type meminfoLine struct {
+	name string
+	kb   uint64
+}
+
+// formatMeminfo lays the lines out as Linux does, then the huge page
+// lines a sandbox without huge pages shows.
+func formatMeminfo(lines []meminfoLine) []byte {
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "%-15s %8d kB\n", l.name+":", l.kb)
 	}
 	b.WriteString("HugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       2048 kB\n")
-	return []byte(b.String()), nil
+	return []byte(b.String())
 }
 
 // cpuTimes is the sandbox's CPU time in clock ticks: user and system time
@@ -106,7 +135,7 @@ func (f *fs) cpuTimes() (user, sys, idle int64) {
 		u += tu + c.User
 		s += ts + c.Sys
 	}
-	total := ticks(f.k.Uptime()+time.Second) * int64(runtime.NumCPU())
+	total := ticks(f.k.Uptime()+time.Second) * int64(f.k.NumCPUs())
 	user, sys = ticks(u), ticks(s)
 	return user, sys, max(total-user-sys, 0)
 }
@@ -119,7 +148,7 @@ func (f *fs) cpuTimes() (user, sys, idle int64) {
 // since boot, as far as the pid allocator tells (the highest pid in use).
 func (f *fs) stat() ([]byte, error) {
 	user, sys, idle := f.cpuTimes()
-	n := int64(runtime.NumCPU())
+	n := int64(f.k.NumCPUs())
 	var b strings.Builder
 	fmt.Fprintf(&b, "cpu  %d 0 %d %d 0 0 0 0 0 0\n", user, sys, idle)
 	for i := int64(0); i < n; i++ {

@@ -101,29 +101,21 @@ func writeOOMAdj(t, w *kernel.Task, data []byte) error {
 }
 
 // oomScore is what Linux's proc_oom_score prints: the process's badness
-// (its resident pages plus oom_score_adj thousandths of the machine's
-// pages, at least 1) scaled to [0, 2000] then by two thirds, and 0 for a
-// process the OOM killer may not pick (oom_score_adj -1000). The pages
-// are the host's RAM and swap until the sandbox has a memory limit of its
-// own.
+// (kernel.Badness) scaled to [0, 2000] then by two thirds, and 0 for a
+// process the OOM killer may not pick (oom_score_adj -1000). As in a
+// container, the pages it is weighed against are the host's RAM and swap,
+// not the sandbox's limit, which only the OOM killer's own choice uses.
 func oomScore(t *kernel.Task) ([]byte, error) {
-	adj := t.ThreadGroup().OOMScoreAdj()
-	if adj == kernel.OOMScoreAdjMin {
-		return []byte("0\n"), nil
-	}
 	var si unix.Sysinfo_t
 	if err := unix.Sysinfo(&si); err != nil {
 		return nil, err
 	}
-	total := int64((si.Totalram + si.Totalswap) * uint64(si.Unit) / mm.PageSize)
-	if total == 0 {
-		total = 1
+	total := max((si.Totalram+si.Totalswap)*uint64(si.Unit)/mm.PageSize, 1)
+	badness, ok := t.ThreadGroup().Badness(total)
+	if !ok {
+		return []byte("0\n"), nil
 	}
-	badness := int64(t.MM().ResidentBytes()/mm.PageSize) + int64(adj)*total/1000
-	if badness <= 0 {
-		badness = 1
-	}
-	points := (1000 + badness*1000/total) * 2 / 3
+	points := (1000 + badness*1000/int64(total)) * 2 / 3
 	return []byte(strconv.FormatInt(points, 10) + "\n"), nil
 }
 

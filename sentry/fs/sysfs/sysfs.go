@@ -7,7 +7,6 @@ package sysfs
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -17,27 +16,25 @@ import (
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
-// New returns the root dentry of a /sys made now.
+// New returns the root dentry of a /sys made now, for a guest with cpus
+// CPUs.
 //
 //	devices/system/cpu/{online,possible,present,offline} and cpu0/ to cpuN-1/
-//	fs/cgroup/ (empty: the mount point of the cgroup mount, see NewCgroup)
+//	fs/cgroup/ (empty: the mount point of the cgroup mount, cgroup.go)
 //	kernel/mm/transparent_hugepage/{enabled,defrag,hpage_pmd_size}
 //	class/, bus/, block/, dev/, firmware/, module/, power/ (empty)
-func New() *vfs.Dentry {
+func New(numCPUs int) *vfs.Dentry {
 	t := &tree{dev: vfs.NewAnonDev(), made: time.Now()}
-	n := runtime.NumCPU()
-	cpus := "0"
-	if n > 1 {
-		cpus = fmt.Sprintf("0-%d", n-1)
-	}
+	n := max(numCPUs, 1)
+	cpus := cpuRange(n)
 	var cpuDirs []entry
 	for i := 0; i < n; i++ {
 		cpuDirs = append(cpuDirs, t.dir(fmt.Sprintf("cpu%d", i)))
 	}
 	root := t.dir("",
 		t.dir("devices", t.dir("system", t.dir("cpu", append(cpuDirs,
-			// The CPUs the sentry may use, as the guest's
-			// sched_getaffinity numbers them, none offline.
+			// The guest's CPUs, as its sched_getaffinity numbers
+			// them, none offline.
 			t.file("online", cpus), t.file("possible", cpus), t.file("present", cpus),
 			t.file("offline", ""))...))),
 		t.dir("fs", t.dir("cgroup")),
@@ -65,18 +62,6 @@ func number(root *node) {
 		}
 	}
 	walk(root)
-}
-
-// NewCgroup returns the root dentry of an empty, read-only cgroup tree,
-// what a cgroup (or cgroup2) mount of the config shows at /sys/fs/cgroup
-// until the sandbox has a cgroup of its own: the hard-limits work puts
-// the sandbox's cgroup files (cgroup.controllers, memory.max, cpu.max,
-// pids.max, ...) here.
-func NewCgroup() *vfs.Dentry {
-	t := &tree{dev: vfs.NewAnonDev(), made: time.Now()}
-	root := t.dir("")
-	number(root.node)
-	return vfs.NewRoot(root.node)
 }
 
 // hostTHP is the host's setting of transparent huge pages named file
@@ -124,7 +109,10 @@ type node struct {
 	ino      uint64
 	children []entry // directories
 	content  string  // files, without the final newline
-	isDir    bool
+	// gen, if set, makes a file's content when it is opened (the cgroup
+	// files, whose figures change).
+	gen   func() string
+	isDir bool
 }
 
 func (t *tree) dir(name string, children ...entry) entry {
@@ -193,7 +181,11 @@ func (n *node) Open(flags int) (vfs.FileImpl, error) {
 	if n.isDir {
 		return &file{node: n}, nil
 	}
-	return &file{node: n, data: []byte(n.content + "\n")}, nil
+	content := n.content
+	if n.gen != nil {
+		content = n.gen()
+	}
+	return &file{node: n, data: []byte(content + "\n")}, nil
 }
 
 // file is an open sysfs file.

@@ -25,7 +25,7 @@ func sandbox(t *testing.T, flags int) *kerneltest.Sandbox {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := vfs.Attach(point, sysfs.New(), "sysfs", flags); err != nil {
+	if _, err := vfs.Attach(point, sysfs.New(runtime.NumCPU()), "sysfs", flags); err != nil {
 		t.Fatal(err)
 	}
 	return s

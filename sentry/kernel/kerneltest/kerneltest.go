@@ -57,6 +57,24 @@ func New(t testing.TB, table kernel.SyscallTable) *Sandbox {
 	if err != nil {
 		t.Fatalf("memory file: %v", err)
 	}
+	return newOn(t, table, mf)
+}
+
+// NewWithOwnMemory is New with a memory file of the sandbox's own, for a
+// test that measures what the memory file holds (a memory limit, the OOM
+// killer). The file is never released: few tests may use this.
+func NewWithOwnMemory(t testing.TB, table kernel.SyscallTable) *Sandbox {
+	t.Helper()
+	mf, err := memfile.New()
+	if err != nil {
+		t.Fatalf("memory file: %v", err)
+	}
+	return newOn(t, table, mf)
+}
+
+func newOn(t testing.TB, table kernel.SyscallTable, mf *memfile.File) *Sandbox {
+	t.Helper()
+	var err error
 	opts := tmpfs.DefaultOptions()
 	opts.Mode = 0o755
 	root := vfs.NewRootMount(tmpfs.New(mf, opts), "tmpfs", 0).Root()
