@@ -164,3 +164,27 @@ func TestUnshareOfTheThreadOrMemoryIsEINVALOnceShared(t *testing.T) {
 func noChildProgram(t *testing.T) fake.Program {
 	return func(g *fake.Guest) { t.Errorf("a refused clone's child ran") }
 }
+
+func TestTheSandboxsSingleNamespacesShowAndJoiningThemChangesNothing(t *testing.T) {
+	s := kerneltest.New(t, NewTable())
+	s.Mkdir("/proc", 0o555)
+	s.Mount("/proc", procfs.New(s.Kernel), "proc", 0)
+	runIn(t, s, func(g *fake.Guest) {
+		for _, c := range [][2]string{{"net", "net:["}, {"pid_for_children", "pid:["}, {"user", "user:["}, {"cgroup", "cgroup:["}} {
+			if got := guestReadlink(g, "/proc/self/ns/"+c[0]); len(got) < len(c[1]) || got[:len(c[1])] != c[1] {
+				t.Errorf("ns/%s reads %q, want %s...]", c[0], got, c[1])
+			}
+		}
+		if guestReadlink(g, "/proc/self/ns/pid") != guestReadlink(g, "/proc/self/ns/pid_for_children") {
+			t.Errorf("pid and pid_for_children differ")
+		}
+		net := guestOpen(t, g, "/proc/self/ns/net", unix.O_RDONLY)
+		_, errno := g.Call(unix.SYS_SETNS, net, unix.CLONE_NEWNET)
+		expectErrno(t, "setns of the sandbox's network namespace", 0, errno, 0)
+		_, errno = g.Call(unix.SYS_SETNS, net, unix.CLONE_NEWPID)
+		expectErrno(t, "setns of a net file as CLONE_NEWPID", 0, errno, unix.EINVAL)
+		user := guestOpen(t, g, "/proc/self/ns/user", unix.O_RDONLY)
+		_, errno = g.Call(unix.SYS_SETNS, user, 0)
+		expectErrno(t, "setns of one's own user namespace", 0, errno, unix.EINVAL)
+	})
+}

@@ -23,8 +23,8 @@ func Unshare(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 }
 
 // Setns implements Linux syscall setns(2): fd is a namespace file
-// (/proc/<pid>/ns/uts or ipc; nstype 0 or its kind, EINVAL otherwise) or
-// a pidfd, whose process's namespaces of the kinds in nstype are joined.
+// (/proc/<pid>/ns/<kind>; nstype 0 or its kind, EINVAL otherwise) or a
+// pidfd, whose process's namespaces of the kinds in nstype are joined.
 func Setns(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	fd, nstype := a.Int(0), uint64(uint32(a[1]))
 	f, err := t.FDs().Get(fd)
@@ -46,6 +46,18 @@ func Setns(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 				return 0, unix.EINVAL
 			}
 			return 0, t.SetNS(nil, ns)
+		case nsfs.Single:
+			// The caller's already: joining it changes nothing, after
+			// the checks (its own user namespace cannot be joined).
+			want := map[string]uint64{"cgroup": unix.CLONE_NEWCGROUP, "net": unix.CLONE_NEWNET,
+				"pid": unix.CLONE_NEWPID, "time": unix.CLONE_NEWTIME, "user": unix.CLONE_NEWUSER}[ns.Kind]
+			if (nstype != 0 && nstype != want) || ns.Kind == "user" {
+				return 0, unix.EINVAL
+			}
+			if !t.Capable(unix.CAP_SYS_ADMIN) {
+				return 0, unix.EPERM
+			}
+			return 0, nil
 		}
 		t.Log("setns: a namespace file of kind %s", kind)
 		return 0, unix.EINVAL

@@ -3,7 +3,10 @@
  *
  * Tools that sandbox themselves (unshare, bubblewrap, systemd's
  * PrivateIPC=) give a process its own host name and IPC objects.
- * Checks: /proc/self/ns/uts and ipc read "uts:[N]" and "ipc:[N]";
+ * Checks: /proc/self/ns's cgroup, ipc, net, pid, pid_for_children, time,
+ * time_for_children, user and uts read "kind:[N]"; setns of one's own
+ * user namespace is EINVAL, of one's own network namespace EPERM without
+ * CAP_SYS_ADMIN and a no-op with it, of a file as another kind EINVAL;
  * unshare of an unknown flag is EINVAL, of CLONE_FILES, CLONE_FS and
  * CLONE_SYSVSEM always works, of CLONE_THREAD with a second thread is
  * EINVAL; setns of a file that is no namespace is EINVAL, of a uts file
@@ -84,8 +87,30 @@ static void check_common(void)
 	pthread_t th;
 	int fd;
 
-	CHECK(strncmp(ns_link("/proc/self/ns/uts"), "uts:[", 5) == 0);
-	CHECK(strncmp(ns_link("/proc/self/ns/ipc"), "ipc:[", 5) == 0);
+	static const char *const kinds[][2] = {
+		{ "cgroup", "cgroup:[" }, { "ipc", "ipc:[" }, { "net", "net:[" }, { "pid", "pid:[" },
+		{ "pid_for_children", "pid:[" }, { "time", "time:[" }, { "time_for_children", "time:[" },
+		{ "user", "user:[" }, { "uts", "uts:[" },
+	};
+	char path[64];
+	unsigned i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", kinds[i][0]);
+		if (strncmp(ns_link(path), kinds[i][1], strlen(kinds[i][1])) != 0)
+			check_fail(__FILE__, __LINE__, "%s reads \"%s\", want %s...]", path, ns_link(path), kinds[i][1]);
+	}
+	/* The caller's own user namespace cannot be joined. */
+	fd = CHECK_OK(open("/proc/self/ns/user", O_RDONLY));
+	CHECK_ERR(setns(fd, 0), EINVAL);
+	close(fd);
+	fd = CHECK_OK(open("/proc/self/ns/net", O_RDONLY));
+	CHECK_ERR(setns(fd, CLONE_NEWUTS), EINVAL);
+	if (check_has_cap(CAP_SYS_ADMIN))
+		CHECK_OK(setns(fd, CLONE_NEWNET));
+	else
+		CHECK_ERR(setns(fd, CLONE_NEWNET), EPERM);
+	close(fd);
 	CHECK_ERR(unshare(CLONE_PTRACE), EINVAL);
 	CHECK_OK(unshare(CLONE_FILES | CLONE_FS | CLONE_SYSVSEM));
 	CHECK_OK(pipe(pipe_fds));

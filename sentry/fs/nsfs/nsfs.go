@@ -7,6 +7,7 @@ package nsfs
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -25,6 +26,21 @@ var (
 
 // NewIno returns a new namespace's inode number.
 func NewIno() uint64 { return firstIno + lastIno.Add(1) - 1 }
+
+// Single is a namespace kind the sandbox has exactly one of (its pid,
+// network, cgroup, time and user namespaces): Kind names it.
+type Single struct{ Kind string }
+
+var singles sync.Map // kind -> inode number
+
+// SingleIno is the inode number of the sandbox's one namespace of kind.
+func SingleIno(kind string) uint64 {
+	if ino, ok := singles.Load(kind); ok {
+		return ino.(uint64)
+	}
+	ino, _ := singles.LoadOrStore(kind, NewIno())
+	return ino.(uint64)
+}
 
 // Inode is a namespace as a file: kind is its name in /proc/<pid>/ns
 // ("uts", "ipc", ...).

@@ -8,11 +8,13 @@ import (
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
-// nsDir is /proc/<pid>/ns: a magic link per namespace kind the sandbox
-// has more than one of (uts, ipc), reading "kind:[inode]"; following one
-// reaches the namespace's nsfs file, which setns(2) takes.
+// nsDir is /proc/<pid>/ns: a magic link per namespace kind, reading
+// "kind:[inode]"; following one reaches the namespace's nsfs file, which
+// setns(2) takes. uts and ipc are the task's own; the other kinds the
+// sandbox has one of. There is no mnt link yet: a mount tree has no
+// namespace file to join it by.
 func (f *fs) nsDir(path string, get func() (*kernel.Task, error)) *node {
-	link := func(kind string, of func(t *kernel.Task) (any, uint64)) child {
+	link := func(name, kind string, of func(t *kernel.Task) (any, uint64)) child {
 		inode := func() (*nsfs.Inode, error) {
 			t, err := get()
 			if err != nil {
@@ -21,7 +23,7 @@ func (f *fs) nsDir(path string, get func() (*kernel.Task, error)) *node {
 			ns, ino := of(t)
 			return &nsfs.Inode{Kind: kind, Ino: ino, NS: ns}, nil
 		}
-		n := f.link(path+"/"+kind, func(vfs.Caller) (string, error) {
+		n := f.link(path+"/"+name, func(vfs.Caller) (string, error) {
 			in, err := inode()
 			if err != nil {
 				return "", err
@@ -35,11 +37,19 @@ func (f *fs) nsDir(path string, get func() (*kernel.Task, error)) *node {
 			}
 			return vfs.AnonPath(in)
 		}
-		return child{kind, f.owned(n, get)}
+		return child{name, f.owned(n, get)}
 	}
+	single := func(name, kind string) child {
+		return link(name, kind, func(*kernel.Task) (any, uint64) { return nsfs.Single{Kind: kind}, nsfs.SingleIno(kind) })
+	}
+	// Linux's order and names: a kind that has a for_children link shows
+	// the namespace children will be made in, the sandbox's one.
 	cs := []child{
-		link("ipc", func(t *kernel.Task) (any, uint64) { _, ns := t.Namespaces(); return ns, ns.ID() }),
-		link("uts", func(t *kernel.Task) (any, uint64) { ns, _ := t.Namespaces(); return ns, ns.ID() }),
+		single("cgroup", "cgroup"),
+		link("ipc", "ipc", func(t *kernel.Task) (any, uint64) { _, ns := t.Namespaces(); return ns, ns.ID() }),
+		single("net", "net"), single("pid", "pid"), single("pid_for_children", "pid"),
+		single("time", "time"), single("time_for_children", "time"), single("user", "user"),
+		link("uts", "uts", func(t *kernel.Task) (any, uint64) { ns, _ := t.Namespaces(); return ns, ns.ID() }),
 	}
 	d := f.dir(path, false, func() []child { return cs })
 	d.mode = unix.S_IFDIR | 0o511
