@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -190,5 +191,49 @@ func TestUpdateChangesTheLimitsTheGuestSees(t *testing.T) {
 	}
 	if want := fmt.Sprintf("%d\n20\n", 50<<20); out != want {
 		t.Errorf("after the update the guest reads %q, want %q", out, want)
+	}
+}
+
+// TestEventsStreamsAnOOMEventWhenTheKillerStrikes: `moat events` sends
+// runc's {"type":"oom"} when the OOM killer kills a guest process of a
+// container that lives on.
+func TestEventsStreamsAnOOMEventWhenTheKillerStrikes(t *testing.T) {
+	e := newEnv(t)
+	e.buildProgram("bomb", memoryBomb)
+	// The bomb goes off once events has taken its first look.
+	e.writeSpec(limitsSpec(memoryLimit(100<<20), "/bin/sh", "-c", "sleep 2; /bin/bomb; sleep 60"))
+	if _, errOut, code := e.moatCmd("create", "--bundle", e.bundle, "oomev"); code != 0 {
+		t.Fatalf("create: exit %d: %s", code, errOut)
+	}
+	defer e.moatCmd("delete", "--force", "oomev")
+	if _, errOut, code := e.moatCmd("start", "oomev"); code != 0 {
+		t.Fatalf("start: exit %d: %s", code, errOut)
+	}
+	events := e.moat.Command("events", "--interval", "30s", "oomev")
+	stdout, err := events.StdoutPipe()
+	must(t, err)
+	must(t, events.Start())
+	defer func() { events.Process.Kill(); events.Wait() }()
+	seen := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"type":"oom"`) {
+				seen <- sc.Text()
+				return
+			}
+		}
+		close(seen)
+	}()
+	select {
+	case line, ok := <-seen:
+		if !ok {
+			t.Fatal("events ended without an oom event")
+		}
+		if !strings.Contains(line, `"id":"oomev"`) {
+			t.Errorf("oom event %q does not name the container", line)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("no oom event within 60 s of the bomb")
 	}
 }

@@ -23,8 +23,10 @@ accounting (guest memory resident, each address space once), and under
 "host" the same of the sandbox's host cgroup, in runc's shape: what the
 sentry, its stubs and the gofer cost the host. With --stats
 one event is printed; otherwise one every --interval until the container
-stops. The sentry has no memory limit of its own yet, so no "oom" event is
-ever sent.`,
+stops, and an {"type":"oom"} event, as runc sends, each time the sentry's
+OOM killer has killed a guest process (looked for every second, or every
+--interval if that is shorter). Init killed so ends the container: the
+sentry is gone with it, and its exit status, 137, tells.`,
 	setup: func(o *options) func(*globalOptions, []string) error {
 		var stats bool
 		interval := "5s"
@@ -78,10 +80,16 @@ type pidsStats struct {
 	Limit   uint64 `json:"limit,omitempty"`
 }
 
+// oomPoll is how often a streaming `events` looks for OOM kills.
+const oomPoll = time.Second
+
 func containerEvents(g *globalOptions, id string, once bool, interval time.Duration) error {
 	enc := json.NewEncoder(os.Stdout)
-	for {
-		ev, running, err := statsOf(g, id)
+	poll := min(interval, oomPoll)
+	var kills uint64
+	var lastStats time.Time
+	for first := true; ; first = false {
+		ev, oomKills, running, err := statsOf(g, id)
 		if err != nil {
 			return err
 		}
@@ -91,33 +99,43 @@ func containerEvents(g *globalOptions, id string, once bool, interval time.Durat
 			}
 			return nil
 		}
-		if err := enc.Encode(ev); err != nil {
-			return err
+		if !first && oomKills > kills {
+			if err := enc.Encode(statsEvent{Type: "oom", ID: id}); err != nil {
+				return err
+			}
+		}
+		kills = oomKills
+		if now := time.Now(); now.Sub(lastStats) >= interval {
+			if err := enc.Encode(ev); err != nil {
+				return err
+			}
+			lastStats = now
 		}
 		if once {
 			return nil
 		}
-		time.Sleep(interval)
+		time.Sleep(poll)
 	}
 }
 
-// statsOf asks the sentry for the container's use; running is false once
-// it has stopped. The lock is held only for the question.
-func statsOf(g *globalOptions, id string) (statsEvent, bool, error) {
+// statsOf asks the sentry for the container's use and how many guest
+// processes its OOM killer has killed; running is false once it has
+// stopped. The lock is held only for the question.
+func statsOf(g *globalOptions, id string) (_ statsEvent, oomKills uint64, running bool, _ error) {
 	dir, c, err := openContainer(g, id)
 	if err != nil {
-		return statsEvent{}, false, err
+		return statsEvent{}, 0, false, err
 	}
 	defer dir.Close()
 	if st := c.Status(); st != state.Running && st != state.Paused && st != state.Created {
-		return statsEvent{}, false, nil
+		return statsEvent{}, 0, false, nil
 	}
 	resp, err := control.CallFor(dir.ControlSocket(), control.Request{Op: control.OpStats}, controlTimeout)
 	if err != nil || resp.Stats == nil {
 		if !c.Sentry.Alive() {
-			return statsEvent{}, false, nil
+			return statsEvent{}, 0, false, nil
 		}
-		return statsEvent{}, false, fmt.Errorf("stats of container %s: %w", id, err)
+		return statsEvent{}, 0, false, fmt.Errorf("stats of container %s: %w", id, err)
 	}
 	s := resp.Stats
 	d := &statsData{}
@@ -133,8 +151,8 @@ func statsOf(g *globalOptions, id string) (statsEvent, bool, error) {
 	}
 	if c.Cgroup != nil {
 		if d.Host, err = c.Cgroup.Stats(); err != nil {
-			return statsEvent{}, false, fmt.Errorf("stats of container %s: %w", id, err)
+			return statsEvent{}, 0, false, fmt.Errorf("stats of container %s: %w", id, err)
 		}
 	}
-	return statsEvent{Type: "stats", ID: id, Data: d}, true, nil
+	return statsEvent{Type: "stats", ID: id, Data: d}, s.OOMKills, true, nil
 }
