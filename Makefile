@@ -35,8 +35,10 @@ RUNTIME ?= moat
 
 # Debian packages the tests and the demo use: gcc and libc6-dev build the
 # static conformance programs and workloads, binutils assembles the stub,
-# busybox-static fills test root file systems, runc is the reference.
-DEB_PACKAGES := gcc libc6-dev binutils busybox-static runc
+# busybox-static fills test root file systems, runc is the reference;
+# python3 and git are what the demo's and the tests' `moat sandbox` tool
+# calls run from the host's own root.
+DEB_PACKAGES := gcc libc6-dev binutils busybox-static runc python3 git
 
 .PHONY: all build deps unit race race-integration test demo conformance docs clean engines oci-validation
 
