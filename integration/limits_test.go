@@ -12,24 +12,7 @@ import (
 // limit fails with EAGAIN, and a fork bomb stops there.
 func TestNprocLimit(t *testing.T) {
 	e := newEnv(t)
-	e.buildProgram("forks", `#include <errno.h>
-#include <signal.h>
-#include <stdio.h>
-#include <unistd.h>
-int main(void) {
-	pid_t kids[64];
-	int n = 0, err = 0;
-	while (n < 64) {
-		pid_t p = fork();
-		if (p == 0) { pause(); _exit(0); }
-		if (p < 0) { err = errno; break; }
-		kids[n++] = p;
-	}
-	for (int i = 0; i < n; i++)
-		kill(kids[i], SIGKILL);
-	printf("forked %d, then %s\n", n, err == EAGAIN ? "EAGAIN" : "something else");
-	return 0;
-}`)
+	e.buildProgram("forks", forkBomb)
 	e.writeSpec(specs.Spec{
 		Version: specs.Version,
 		Process: &specs.Process{Args: []string{"/bin/forks"}, Env: []string{"PATH=/bin"}, Cwd: "/",
@@ -46,3 +29,24 @@ int main(void) {
 		t.Fatalf("guest printed %q, want %q", out, want)
 	}
 }
+
+// forkBomb forks children that wait, up to 200, until a fork fails, then
+// kills them and says how many it made and why it stopped.
+const forkBomb = `#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+	pid_t kids[200];
+	int n = 0, err = 0;
+	while (n < 200) {
+		pid_t p = fork();
+		if (p == 0) { pause(); _exit(0); }
+		if (p < 0) { err = errno; break; }
+		kids[n++] = p;
+	}
+	for (int i = 0; i < n; i++)
+		kill(kids[i], SIGKILL);
+	printf("forked %d, then %s\n", n, err == EAGAIN ? "EAGAIN" : "something else");
+	return 0;
+}`

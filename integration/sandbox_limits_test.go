@@ -123,24 +123,7 @@ func TestMemoryLimitKillingInitEndsTheContainerWith137(t *testing.T) {
 // pids controller spares no one): init and 49 children, then EAGAIN.
 func TestPidsLimitStopsAForkBombWithEAGAIN(t *testing.T) {
 	e := newEnv(t)
-	e.buildProgram("forks", `#include <errno.h>
-#include <signal.h>
-#include <stdio.h>
-#include <unistd.h>
-int main(void) {
-	pid_t kids[200];
-	int n = 0, err = 0;
-	while (n < 200) {
-		pid_t p = fork();
-		if (p == 0) { pause(); _exit(0); }
-		if (p < 0) { err = errno; break; }
-		kids[n++] = p;
-	}
-	for (int i = 0; i < n; i++)
-		kill(kids[i], SIGKILL);
-	printf("forked %d, then %s\n", n, err == EAGAIN ? "EAGAIN" : "something else");
-	return 0;
-}`)
+	e.buildProgram("forks", forkBomb)
 	limit := int64(50)
 	e.writeSpec(limitsSpec(&specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}}, "/bin/forks"))
 	out, errOut, code := e.moatCmd("run", "--bundle", e.bundle, "pids50")
