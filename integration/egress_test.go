@@ -8,12 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/ocirun"
 )
@@ -29,33 +26,7 @@ var testDNS = map[string][4]byte{
 // ends.
 func udpIn(t *testing.T, ns, addr string) net.PacketConn {
 	t.Helper()
-	type result struct {
-		c   net.PacketConn
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		// The thread is left in the namespace: see listenIn.
-		runtime.LockOSThread()
-		fd, err := unix.Open(filepath.Join("/run/netns", ns), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		defer unix.Close(fd)
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			done <- result{err: err}
-			return
-		}
-		c, err := net.ListenPacket("udp4", addr)
-		done <- result{c, err}
-	}()
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("udp in %s: %v", ns, r.err)
-	}
-	t.Cleanup(func() { r.c.Close() })
-	return r.c
+	return inNetns(t, ns, func() (net.PacketConn, error) { return net.ListenPacket("udp4", addr) })
 }
 
 // serveDNS answers A queries for testDNS's names with their address,

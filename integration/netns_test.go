@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -77,14 +78,21 @@ func newTestNetwork(t *testing.T, tag string) testNetwork {
 // later); it is closed when the test ends.
 func listenIn(t *testing.T, ns string) net.Listener {
 	t.Helper()
+	return inNetns(t, ns, func() (net.Listener, error) { return net.Listen("tcp4", "0.0.0.0:0") })
+}
+
+// inNetns makes a socket with open in namespace ns, on a thread that
+// enters the namespace and is never used again (a goroutine that ends
+// locked takes its thread with it); the socket is closed when the test
+// ends.
+func inNetns[S io.Closer](t *testing.T, ns string, open func() (S, error)) S {
+	t.Helper()
 	type result struct {
-		l   net.Listener
+		s   S
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		// The thread enters the namespace and is never used again: a
-		// goroutine that ends locked takes its thread with it.
 		runtime.LockOSThread()
 		fd, err := unix.Open(filepath.Join("/run/netns", ns), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -96,15 +104,15 @@ func listenIn(t *testing.T, ns string) net.Listener {
 			done <- result{err: err}
 			return
 		}
-		l, err := net.Listen("tcp4", "0.0.0.0:0")
-		done <- result{l, err}
+		s, err := open()
+		done <- result{s, err}
 	}()
 	r := <-done
 	if r.err != nil {
-		t.Fatalf("listen in %s: %v", ns, r.err)
+		t.Fatalf("socket in %s: %v", ns, r.err)
 	}
-	t.Cleanup(func() { r.l.Close() })
-	return r.l
+	t.Cleanup(func() { r.s.Close() })
+	return r.s
 }
 
 // serveRemoteAddr answers every request on l with the address it came
