@@ -17,12 +17,13 @@ const (
 	noteSockopt   = "the SOL_SOCKET, SOL_TCP, SOL_IP and SOL_IPV6 options programs set (TCP_INFO with netstack's counters, the others 0); no multicast membership, SO_PEERGROUPS or SO_PEERSEC"
 	noteMapEOF    = "a file's pages past its end when mapped stay SIGBUS if the file grows later, and a tmpfs size limit does not count pages first written through a mapping"
 
-	noteMountsInside = "until mounts inside the sandbox's own tree (issue #14)"
-	noteNamespaces   = "new UTS, IPC and mount namespaces (with CAP_SYS_ADMIN; setns joins UTS and IPC ones); the sandbox has one pid, network, cgroup and time namespace and no user namespaces, and asking for a new one answers EINVAL, as Linux built without that kind does"
-	noteMount        = "with CAP_SYS_ADMIN, in the caller's mount tree (never the host's): new tmpfs, proc, sysfs, cgroup2 (empty), mqueue and devpts instances, bind mounts (MS_REC), remounts of the per-mount flags; propagation changes are accepted and mean nothing (every mount is private); MS_MOVE answers EINVAL, other types ENODEV"
-	notePtrace       = "between the sandbox's tasks, under YAMA's ptrace_scope 1; hardware breakpoints and watchpoints are not armed (a DR7 that enables one is ENOSPC), PTRACE_PEEKSIGINFO, PTRACE_GET_THREAD_AREA, PTRACE_SINGLEBLOCK and the seccomp requests answer EIO, there is no PTRACE_EVENT_SECCOMP, and segment registers cannot be changed"
-	noteReserved     = "reserved: Linux has never implemented it and answers ENOSYS"
-	noteOneNode      = "the sandbox has one memory node: Linux built without NUMA answers ENOSYS, which libnuma reads as NUMA unavailable"
+	noteMountsInside    = "until mounts inside the sandbox's own tree (issue #14)"
+	noteNamespaces      = "new UTS, IPC and mount namespaces (with CAP_SYS_ADMIN; setns joins UTS and IPC ones); the sandbox has one pid, network, cgroup and time namespace and no user namespaces, and asking for a new one answers EINVAL, as Linux built without that kind does"
+	noteCloneNamespaces = "every flag but the namespace ones, which make " + noteNamespaces
+	noteMount           = "with CAP_SYS_ADMIN, in the caller's mount tree (never the host's): new tmpfs, proc, sysfs, cgroup2 (empty), mqueue and devpts instances, bind mounts (MS_REC), remounts of the per-mount flags; propagation changes are accepted and mean nothing (every mount is private); MS_MOVE answers EINVAL, other types ENODEV"
+	notePtrace          = "between the sandbox's tasks, under YAMA's ptrace_scope 1; hardware breakpoints and watchpoints are not armed (a DR7 that enables one is ENOSPC), PTRACE_PEEKSIGINFO, PTRACE_GET_THREAD_AREA, PTRACE_SINGLEBLOCK and the seccomp requests answer EIO, there is no PTRACE_EVENT_SECCOMP, and segment registers cannot be changed"
+	noteReserved        = "reserved: Linux has never implemented it and answers ENOSYS"
+	noteOneNode         = "the sandbox has one memory node: Linux built without NUMA answers ENOSYS, which libnuma reads as NUMA unavailable"
 )
 
 // Areas that will bring the calls moat lacks for now.
@@ -101,7 +102,7 @@ var table = [...]Entry{
 	53:  full("socketpair", Socketpair),
 	54:  partial("setsockopt", Setsockopt, noteSockopt),
 	55:  partial("getsockopt", Getsockopt, noteSockopt),
-	56:  full("clone", Clone),
+	56:  partial("clone", Clone, noteCloneNamespaces),
 	57:  full("fork", Fork),
 	58:  full("vfork", Vfork),
 	59:  full("execve", Execve),
@@ -393,7 +394,7 @@ var table = [...]Entry{
 	432: needsPrivilege("fsmount", unix.EPERM, "CAP_SYS_ADMIN", noteMountsInside),
 	433: needsPrivilege("fspick", unix.EPERM, "CAP_SYS_ADMIN", noteMountsInside),
 	434: full("pidfd_open", PidfdOpen),
-	435: full("clone3", Clone3),
+	435: partial("clone3", Clone3, noteCloneNamespaces),
 	436: full("close_range", CloseRange),
 	437: notYet("openat2", areaFiles),
 	438: full("pidfd_getfd", PidfdGetfd),
