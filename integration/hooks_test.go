@@ -123,3 +123,20 @@ func TestAFailingPoststopHookOnlyWarns(t *testing.T) {
 		t.Errorf("run's stderr %q does not warn of the failed poststop hook", errOut)
 	}
 }
+
+func TestAFailingPoststartHookKillsTheContainerAndFailsStart(t *testing.T) {
+	e := newEnv(t)
+	e.config("sleep", "30")
+	e.setHooks(&specs.Hooks{Poststart: []specs.Hook{{Path: "/bin/false"}}})
+	if _, errOut, code := e.moatCmd("create", "--bundle", e.bundle, "h5"); code != 0 {
+		t.Fatalf("create: exit %d: %s", code, errOut)
+	}
+	_, errOut, code := e.moatCmd("start", "h5")
+	if code == 0 || !strings.Contains(errOut, "poststart hook #0") {
+		t.Errorf("start with a failing poststart hook: exit %d, %q; want a failure naming the hook", code, errOut)
+	}
+	if st := e.waitStatus("h5", specs.StateStopped); st.Status != specs.StateStopped {
+		t.Errorf("after the failed poststart hook the container is %s, want stopped", st.Status)
+	}
+	e.moatCmd("delete", "h5")
+}

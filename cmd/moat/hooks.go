@@ -12,9 +12,6 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/internal/state"
 )
 
@@ -130,13 +127,13 @@ func runCreateHooks(h *specs.Hooks, c *state.Container) error {
 
 // runPoststartHooks runs the poststart hooks of the running container c;
 // if one fails, c is killed and start fails with it.
-func runPoststartHooks(dir *state.Dir, c *state.Container) error {
+func runPoststartHooks(g *globalOptions, dir *state.Dir, c *state.Container) error {
 	if c.Hooks == nil {
 		return nil
 	}
 	err := runHooks("poststart", c.Hooks.Poststart, hookState(c, state.Running))
 	if err != nil {
-		if kerr := control.Call(dir.ControlSocket(), control.Request{Op: control.OpKill, Signal: int(unix.SIGKILL)}, controlTimeout); kerr != nil {
+		if kerr := killSandbox(g, dir, c, false); kerr != nil {
 			return fmt.Errorf("%w (and killing the container: %v)", err, kerr)
 		}
 	}

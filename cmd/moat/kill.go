@@ -51,20 +51,26 @@ func killContainer(g *globalOptions, id, signal string, all bool) error {
 		}
 		return nil
 	}
+	return killSandbox(g, dir, c, all)
+}
 
-	// SIGKILL must end the container even when its sentry cannot help.
-	err = control.Call(dir.ControlSocket(), req, killGrace)
+// killSandbox sends SIGKILL to the locked container c (to every process
+// with all), which must end it even when its sentry cannot help: a sentry
+// that does not answer or outlives the grace is killed itself.
+func killSandbox(g *globalOptions, dir *state.Dir, c *state.Container, all bool) error {
+	req := control.Request{Op: control.OpKill, Signal: int(unix.SIGKILL), All: all}
+	err := control.Call(dir.ControlSocket(), req, killGrace)
 	if err == nil {
 		if err = c.Sentry.WaitGone(killGrace); err == nil {
 			return nil
 		}
 	}
-	g.log.debugf("container %s: the sentry did not deliver SIGKILL (%v); killing it", id, err)
+	g.log.debugf("container %s: the sentry did not deliver SIGKILL (%v); killing it", c.ID, err)
 	if err := c.Sentry.Kill(); err != nil {
-		return fmt.Errorf("kill container %s: %w", id, err)
+		return fmt.Errorf("kill container %s: %w", c.ID, err)
 	}
 	if err := c.Sentry.WaitGone(exitTimeout); err != nil {
-		return fmt.Errorf("kill container %s: sentry: %w", id, err)
+		return fmt.Errorf("kill container %s: sentry: %w", c.ID, err)
 	}
 	return nil
 }

@@ -40,5 +40,5 @@ func startContainer(g *globalOptions, dir *state.Dir, c *state.Container) error 
 	if err := dir.Save(c); err != nil {
 		return err
 	}
-	return runPoststartHooks(dir, c)
+	return runPoststartHooks(g, dir, c)
 }
