@@ -111,10 +111,21 @@ func (s *Server) requireKey(next http.Handler) http.Handler {
 	})
 }
 
+// pathSandbox is the sandbox the request's path names, or nil after
+// answering 404 in E2B's shape.
+func (s *Server) pathSandbox(w http.ResponseWriter, r *http.Request) *sandbox {
+	sb := s.sandboxes.get(r.PathValue("id"))
+	if sb == nil {
+		apiError(w, http.StatusNotFound, "sandbox %q not found", r.PathValue("id"))
+	}
+	return sb
+}
+
+// notImplemented answers 501 for an E2B call moat does not implement, after
+// 404 for a sandbox that does not exist.
 func (s *Server) notImplemented(what string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.sandboxes.get(r.PathValue("id")) == nil {
-			apiError(w, http.StatusNotFound, "sandbox %q not found", r.PathValue("id"))
+		if s.pathSandbox(w, r) == nil {
 			return
 		}
 		apiError(w, http.StatusNotImplemented, "%s is not implemented by moat serve", what)
@@ -256,9 +267,8 @@ func (s *Server) describe(sb *sandbox, token bool) sandboxJSON {
 }
 
 func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
-	sb := s.sandboxes.get(r.PathValue("id"))
+	sb := s.pathSandbox(w, r)
 	if sb == nil {
-		apiError(w, http.StatusNotFound, "sandbox %q not found", r.PathValue("id"))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.describe(sb, true))
@@ -290,9 +300,8 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	sb := s.sandboxes.get(r.PathValue("id"))
+	sb := s.pathSandbox(w, r)
 	if sb == nil {
-		apiError(w, http.StatusNotFound, "sandbox %q not found", r.PathValue("id"))
 		return
 	}
 	s.setDeadline(sb, time.Duration(*req.Timeout)*time.Second)
@@ -313,9 +322,8 @@ func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sb := s.sandboxes.get(r.PathValue("id"))
+	sb := s.pathSandbox(w, r)
 	if sb == nil {
-		apiError(w, http.StatusNotFound, "sandbox %q not found", r.PathValue("id"))
 		return
 	}
 	if req.Timeout != nil {
