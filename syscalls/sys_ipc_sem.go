@@ -114,7 +114,7 @@ func Semctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		_, err = t.CopyOut(ptr, out)
 		return 0, err
 	case linuxabi.SETVAL:
-		return 0, ns.SemSetVal(c, id, num, []int{int(int32(arg))})
+		return 0, ns.SemSetVal(c, id, num, int(int32(arg)))
 	case linuxabi.SETALL:
 		n, err := ns.SemCount(c, id, true)
 		if err != nil {
@@ -128,7 +128,7 @@ func Semctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		for i := range vals {
 			vals[i] = int(binary.LittleEndian.Uint16(in[2*i:]))
 		}
-		return 0, ns.SemSetVal(c, id, -1, vals)
+		return 0, ns.SemSetAll(c, id, vals)
 	case unix.IPC_SET:
 		var ds semid64Ds
 		if err := copyInStruct(t, ptr, &ds); err != nil {

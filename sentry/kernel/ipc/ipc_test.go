@@ -88,7 +88,7 @@ func TestPermissionsAreTheOwnersGroupsOrOthersBits(t *testing.T) {
 func TestSemopDoesEveryOperationOrNone(t *testing.T) {
 	ns := newTestNamespace(t)
 	id, _ := ns.Semget(rootCaller, unix.IPC_PRIVATE, 2, 0o600)
-	ns.SemSetVal(rootCaller, id, 1, []int{1})
+	ns.SemSetVal(rootCaller, id, 1, 1)
 	ops := []Sembuf{{Num: 0, Op: 5}, {Num: 1, Op: -2, Flg: unix.IPC_NOWAIT}}
 	if err := ns.Semop(rootCaller, id, ops, nil, never{}, time.Time{}); err != unix.EAGAIN {
 		t.Errorf("semop that cannot do its second operation: %v, want EAGAIN", err)
@@ -106,7 +106,7 @@ func TestSemopDoesEveryOperationOrNone(t *testing.T) {
 func TestAWaiterIsCountedForTheOperationItWaitsOnAndDoneByWhoeverMakesItPossible(t *testing.T) {
 	ns := newTestNamespace(t)
 	id, _ := ns.Semget(rootCaller, unix.IPC_PRIVATE, 2, 0o600)
-	ns.SemSetVal(rootCaller, id, 0, []int{1})
+	ns.SemSetVal(rootCaller, id, 0, 1)
 	done := make(chan error)
 	go func() {
 		// Semaphore 0 may go down; semaphore 1 may not: it waits on 1.
@@ -125,7 +125,7 @@ func TestAWaiterIsCountedForTheOperationItWaitsOnAndDoneByWhoeverMakesItPossible
 	if n0, _ := ns.SemRead(rootCaller, id, 0, linuxabi.GETNCNT); n0 != 0 {
 		t.Errorf("GETNCNT of semaphore 0 = %d, want 0: the waiter waits on 1", n0)
 	}
-	ns.SemSetVal(rootCaller, id, 1, []int{1})
+	ns.SemSetVal(rootCaller, id, 1, 1)
 	if err := <-done; err != nil {
 		t.Errorf("the waiter: %v", err)
 	}
@@ -215,5 +215,27 @@ func TestMsgrcvOfANegativeTypeTakesTheFirstOfTheLowestType(t *testing.T) {
 	}
 	if _, _, err := ns.Msgrcv(rootCaller, id, 10, -5, unix.IPC_NOWAIT, never{}); err != unix.ENOMSG {
 		t.Errorf("msgrcv(type -5) with only type 9 left: %v, want ENOMSG", err)
+	}
+}
+
+func TestSetvalOutsideTheSetIsEINVALAndSetallOfAnotherSizeIsEIDRM(t *testing.T) {
+	ns := newTestNamespace(t)
+	id, _ := ns.Semget(rootCaller, unix.IPC_PRIVATE, 2, 0o600)
+	for _, num := range []int{-1, -65536, 2, 1 << 30} {
+		if err := ns.SemSetVal(rootCaller, id, num, 1); err != unix.EINVAL {
+			t.Errorf("SETVAL of semaphore %d in a set of 2: %v, want EINVAL", num, err)
+		}
+	}
+	if err := ns.SemSetVal(rootCaller, id, 0, linuxabi.SEMVMX+1); err != unix.ERANGE {
+		t.Errorf("SETVAL past SEMVMX: %v, want ERANGE", err)
+	}
+	if err := ns.SemSetAll(rootCaller, id, []int{1}); err != unix.EIDRM {
+		t.Errorf("SETALL of 1 value into a set of 2: %v, want EIDRM", err)
+	}
+	if err := ns.SemSetAll(rootCaller, id, []int{3, 4}); err != nil {
+		t.Fatalf("SETALL: %v", err)
+	}
+	if v, _ := ns.SemRead(rootCaller, id, 1, linuxabi.GETVAL); v != 4 {
+		t.Errorf("semaphore 1 after SETALL {3, 4} = %d, want 4", v)
 	}
 }

@@ -304,37 +304,45 @@ func (ns *Namespace) SemCount(c *Caller, id int32, write bool) (int, error) {
 	return len(s.sems), nil
 }
 
-// SemSetVal answers SETVAL (vals with one value, for semaphore num) and
-// SETALL (num < 0, a value for each): values past SEMVMX are ERANGE; the
-// caller needs write permission. The adjustments undo lists hold for the
-// semaphores set are dropped, and waiting operations that became
-// possible are done.
-func (ns *Namespace) SemSetVal(c *Caller, id int32, num int, vals []int) error {
-	for _, v := range vals {
-		if v < 0 || v > linuxabi.SEMVMX {
-			return unix.ERANGE
-		}
+// SemSetVal answers SETVAL: semaphore num of set id takes val. A num
+// outside the set is EINVAL, a value past SEMVMX ERANGE; the caller needs
+// write permission. Undo adjustments held for that semaphore are dropped
+// and waiting operations that became possible are done.
+func (ns *Namespace) SemSetVal(c *Caller, id int32, num int, val int) error {
+	if val < 0 || val > linuxabi.SEMVMX {
+		return unix.ERANGE
 	}
-	ns.mu.Lock()
-	defer ns.mu.Unlock()
-	s, err := ns.sems.find(id)
-	if err != nil {
-		return err
-	}
-	if !s.perm.allows(c, mayWrite) {
-		return unix.EACCES
-	}
-	if num >= 0 {
-		if num >= len(s.sems) {
+	return ns.semSet(c, id, func(s *SemSet) error {
+		if num < 0 || num >= len(s.sems) {
 			return unix.EINVAL
 		}
-		s.sems[num].val, s.sems[num].pid = vals[0], c.PID
+		return nil
+	}, func(s *SemSet) {
+		s.sems[num].val, s.sems[num].pid = val, c.PID
 		for u := range s.undos {
 			if a := u.entries[s.perm.ID]; a != nil {
 				a[num] = 0
 			}
 		}
-	} else {
+	})
+}
+
+// SemSetAll answers SETALL: vals holds a value for each semaphore, read
+// by the caller after SemCount. A set whose size no longer matches was
+// removed (and its id reused) in between: EIDRM, as Linux answers a set
+// that vanished while the values were copied in.
+func (ns *Namespace) SemSetAll(c *Caller, id int32, vals []int) error {
+	for _, v := range vals {
+		if v < 0 || v > linuxabi.SEMVMX {
+			return unix.ERANGE
+		}
+	}
+	return ns.semSet(c, id, func(s *SemSet) error {
+		if len(vals) != len(s.sems) {
+			return unix.EIDRM
+		}
+		return nil
+	}, func(s *SemSet) {
 		for i := range s.sems {
 			s.sems[i].val, s.sems[i].pid = vals[i], c.PID
 		}
@@ -343,7 +351,27 @@ func (ns *Namespace) SemSetVal(c *Caller, id int32, num int, vals []int) error {
 				clear(a)
 			}
 		}
+	})
+}
+
+// semSet changes set id under the namespace lock: valid checks the
+// arguments against the set, then (in Linux's order) the caller's write
+// permission, then set changes it; the change time is stamped and the
+// waiters that may now go are woken.
+func (ns *Namespace) semSet(c *Caller, id int32, valid func(*SemSet) error, set func(*SemSet)) error {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	s, err := ns.sems.find(id)
+	if err != nil {
+		return err
 	}
+	if err := valid(s); err != nil {
+		return err
+	}
+	if !s.perm.allows(c, mayWrite) {
+		return unix.EACCES
+	}
+	set(s)
 	s.ctime = ns.seconds()
 	s.wakeLocked()
 	return nil
