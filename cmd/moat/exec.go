@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -352,13 +353,14 @@ const execWaitCommand = "exec-wait"
 // CLI exits), read its exit status as the process's and signal it to
 // signal the process.
 func startExecWait(conn *control.Conn) (int, error) {
-	f, err := conn.File()
+	f, pending, err := conn.Handover()
 	if err != nil {
 		return 0, fmt.Errorf("exec: %w", err)
 	}
 	defer f.Close()
 	cmd := internalCommand(execWaitCommand)
 	cmd.ExtraFiles = []*os.File{f}
+	cmd.Env = append(os.Environ(), pendingEnv+"="+base64.StdEncoding.EncodeToString(pending))
 	// Its own session: a signal for the caller's terminal is not for it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -369,6 +371,11 @@ func startExecWait(conn *control.Conn) (int, error) {
 	return pid, nil
 }
 
+// pendingEnv passes exec-wait the bytes moat exec had read from the
+// connection past the exec's answer (base64): the process's exit status
+// may be among them.
+const pendingEnv = "MOAT_CONTROL_PENDING"
+
 // execWaitMain is `moat exec-wait`, with the exec's control connection
 // on fd 3: it exits with the process's status.
 func execWaitMain(args []string) int {
@@ -376,7 +383,13 @@ func execWaitMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "moat exec-wait: takes no arguments (it is started by moat exec --detach)")
 		return 2
 	}
-	conn, err := control.FileConn(os.NewFile(3, "control"))
+	pending, err := base64.StdEncoding.DecodeString(os.Getenv(pendingEnv))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "moat exec-wait: %s: %v\n", pendingEnv, err)
+		return 255
+	}
+	os.Unsetenv(pendingEnv)
+	conn, err := control.FileConn(os.NewFile(3, "control"), pending)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "moat exec-wait: %v\n", err)
 		return 255

@@ -37,9 +37,19 @@ func Dial(path string, timeout time.Duration) (*Conn, error) {
 // NewConn wraps an accepted or inherited connection.
 func NewConn(uc *net.UnixConn) *Conn { return &Conn{uc: uc} }
 
-// File returns a duplicate of the connection's descriptor, for a child
-// process that takes the connection over.
-func (c *Conn) File() (*os.File, error) { return c.uc.File() }
+// Handover returns what a child process needs to take the connection
+// over: a duplicate of its descriptor and the bytes already read past
+// the last message. Those bytes matter: one read may have taken the
+// next message too (an exec'd process that exits at once has its exit
+// status right behind the exec's answer), and without them the child
+// would wait for a message that never comes.
+func (c *Conn) Handover() (*os.File, []byte, error) {
+	f, err := c.uc.File()
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, append([]byte(nil), c.buf...), nil
+}
 
 // SetDeadline bounds the next reads and writes; zero removes the bound.
 func (c *Conn) SetDeadline(t time.Time) error { return c.uc.SetDeadline(t) }
@@ -139,8 +149,9 @@ func parseRights(oob []byte) ([]*os.File, error) {
 }
 
 // FileConn makes a Conn of an inherited connection's descriptor, which
-// it takes over.
-func FileConn(f *os.File) (*Conn, error) {
+// it takes over, and of the bytes its previous owner had read past the
+// last message (Handover).
+func FileConn(f *os.File, pending []byte) (*Conn, error) {
 	c, err := net.FileConn(f)
 	f.Close()
 	if err != nil {
@@ -151,5 +162,5 @@ func FileConn(f *os.File) (*Conn, error) {
 		c.Close()
 		return nil, errors.New("not a unix socket")
 	}
-	return NewConn(uc), nil
+	return &Conn{uc: uc, buf: pending}, nil
 }

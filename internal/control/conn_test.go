@@ -16,7 +16,7 @@ func connPair(t *testing.T) (*Conn, *Conn) {
 	}
 	var conns [2]*Conn
 	for i, fd := range fds {
-		c, err := FileConn(os.NewFile(uintptr(fd), "pair"))
+		c, err := FileConn(os.NewFile(uintptr(fd), "pair"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,5 +101,36 @@ func TestABadMessageIsAnErrorAndLeavesNoDescriptor(t *testing.T) {
 	var req Request
 	if files, err := b.Receive(&req); err == nil || files != nil {
 		t.Errorf("Receive of a bad message = %v, %v", files, err)
+	}
+}
+
+func TestAConnectionHandedOverKeepsTheMessagesItsOwnerHadAlreadyRead(t *testing.T) {
+	a, b := connPair(t)
+	// Both messages are on the socket before b reads: one read takes
+	// them both, as an exec's answer and a quick process's exit do.
+	code := 3
+	for _, m := range []Response{{PID: 7}, {Exit: &code}} {
+		if err := a.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first Response
+	if _, err := b.Receive(&first); err != nil || first.PID != 7 {
+		t.Fatalf("first message: %+v, %v", first, err)
+	}
+	f, pending, err := b.Handover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	a.Close() // the next owner must not need the socket for what was read
+	c, err := FileConn(f, pending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var next Response
+	if _, err := c.Receive(&next); err != nil || next.Exit == nil || *next.Exit != 3 {
+		t.Fatalf("after the hand-over: %+v, %v; want the exit status 3", next, err)
 	}
 }
