@@ -51,18 +51,23 @@ func fstatat(t *kernel.Task, dirfd int32, pathAddr, statAddr uintptr, flags int)
 }
 
 // statAt stats a path, or with AT_EMPTY_PATH and "" the open file at dirfd.
+// The path is read once: another thread may change it meanwhile, and a
+// second read that found "" would look up a file outside the tree (a pipe),
+// which has no dentry.
 func statAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int) (vfs.Stat, error) {
-	if flags&unix.AT_EMPTY_PATH != 0 && dirfd != unix.AT_FDCWD {
-		if name, err := copyInPath(t, pathAddr); err == nil && name == "" {
-			f, err := t.FDs().Get(dirfd)
-			if err != nil {
-				return vfs.Stat{}, err
-			}
-			defer f.DecRef()
-			return f.Stat()
-		}
+	name, err := copyInPath(t, pathAddr)
+	if err != nil {
+		return vfs.Stat{}, err
 	}
-	p, err := lookupAt(t, dirfd, pathAddr, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags)
+	if name == "" && flags&unix.AT_EMPTY_PATH != 0 && dirfd != unix.AT_FDCWD {
+		f, err := t.FDs().Get(dirfd)
+		if err != nil {
+			return vfs.Stat{}, err
+		}
+		defer f.DecRef()
+		return f.Stat()
+	}
+	p, err := lookupNameAt(t, dirfd, name, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags)
 	if err != nil {
 		return vfs.Stat{}, err
 	}
