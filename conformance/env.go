@@ -140,6 +140,10 @@ func (e *Env) runProgram(ctx context.Context, rt *Runtime, args []string, p *Pro
 	spec := containerSpec(args)
 	spec.Linux.MaskedPaths, spec.Linux.ReadonlyPaths = p.MaskedPaths, p.ReadonlyPaths
 	spec.Linux.Sysctl = p.Sysctl
+	if p.Capabilities != nil {
+		spec.Process.Capabilities = &specs.LinuxCapabilities{Bounding: p.Capabilities, Permitted: p.Capabilities,
+			Effective: p.Capabilities}
+	}
 	spec.Process.Env = append(spec.Process.Env, "CONFORMANCE_PLACE="+place)
 	switch place {
 	case PlaceBind:

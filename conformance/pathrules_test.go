@@ -19,3 +19,16 @@ func TestMaskedAndReadonlyPathLinesGoIntoTheProgramsConfig(t *testing.T) {
 		t.Errorf("a program without the lines: %+v, %v", plain, err)
 	}
 }
+
+func TestCapabilitiesLinesGoIntoTheProgramsConfig(t *testing.T) {
+	p, err := parseProgram("proc_caps.c", []byte("// covers: execve\n// capabilities: CAP_CHOWN  CAP_KILL\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.Capabilities, []string{"CAP_CHOWN", "CAP_KILL"}) {
+		t.Errorf("capabilities %q, want CAP_CHOWN CAP_KILL", p.Capabilities)
+	}
+	if _, err := parseProgram("proc_caps.c", []byte("// covers: execve\n// capabilities: chown\n")); err == nil {
+		t.Error("a capability not named CAP_<NAME> was taken")
+	}
+}

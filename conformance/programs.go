@@ -31,6 +31,10 @@ type Program struct {
 	// Sysctl goes into the container config's linux.sysctl, from
 	// "// sysctl: name=value" lines.
 	Sysctl map[string]string
+	// Capabilities are the bounding, permitted and effective sets of
+	// the container's process (else it has none), from "// capabilities:"
+	// lines naming them (CAP_CHOWN ...).
+	Capabilities []string
 	// Places are where, besides the bundle's tmpfs, the program's /tmp
 	// is in further runs in a runtime: its "// places:" line's PlaceBind
 	// and PlaceRoot.
@@ -100,6 +104,14 @@ func parseProgram(file string, src []byte) (Program, error) {
 		}
 		if rest, ok := strings.CutPrefix(sc.Text(), "// readonly-paths:"); ok {
 			p.ReadonlyPaths = append(p.ReadonlyPaths, strings.Fields(rest)...)
+		}
+		if rest, ok := strings.CutPrefix(sc.Text(), "// capabilities:"); ok {
+			for _, c := range strings.Fields(rest) {
+				if !strings.HasPrefix(c, "CAP_") {
+					return Program{}, fmt.Errorf("%s: capability %q is not CAP_<NAME>", file, c)
+				}
+				p.Capabilities = append(p.Capabilities, c)
+			}
 		}
 		if rest, ok := strings.CutPrefix(sc.Text(), "// sysctl:"); ok {
 			name, value, found := strings.Cut(strings.TrimSpace(rest), "=")

@@ -304,7 +304,7 @@ func TestRootAndCapSysResourceAreExemptFromRLIMITNPROC(t *testing.T) {
 	caps := uint64(1) << unix.CAP_SYS_RESOURCE
 	for _, in := range []kerneltest.Init{
 		{UID: 0},
-		{UID: 1000, GID: 1000, Caps: &[4]uint64{caps, caps, 0, caps}},
+		{UID: 1000, GID: 1000, Caps: &[4]uint64{caps, caps, caps, caps}, Ambient: caps},
 	} {
 		in.Limits = map[int]kernel.Limit{unix.RLIMIT_NPROC: {Cur: 1, Max: 1}}
 		runAs(t, newSandbox(t), in, func(g *fake.Guest) {

@@ -30,6 +30,9 @@ type image struct {
 	regs arch.Registers
 	comm string
 	exe  vfs.Path
+	// creds are what the program runs with (forExec); secure is AT_SECURE.
+	creds  *Credentials
+	secure bool
 }
 
 // execFile is an open executable: its path and a reader over its bytes.
@@ -103,8 +106,10 @@ func (f execFile) close() {
 
 // loadProgram builds a new address space running the program target
 // names, as execve does: interpreter scripts are followed, ELF images
-// loaded.
-func (k *Kernel) loadProgram(target ExecTarget, creds *Credentials, argv, envv []string) (*image, error) {
+// loaded. The image holds the credentials the program gets from creds,
+// the ELF file's set-ID bits and what makes a gain unsafe: a script's own
+// bits count for nothing, its interpreter's do, as on Linux.
+func (k *Kernel) loadProgram(target ExecTarget, creds *Credentials, unsafe execUnsafe, argv, envv []string) (*image, error) {
 	res, name, filename := target.Res, target.Name, target.Filename
 	if filename == "" {
 		filename = name
@@ -163,7 +168,8 @@ func (k *Kernel) loadProgram(target ExecTarget, creds *Credentials, argv, envv [
 			name, filename, res = interpName(words[0]), words[0], target.Cwd
 			continue
 		}
-		img, err := k.loadELF(res, target.Cwd, creds, f, execfn, argv, envv, target.NoRandomize)
+		next, secure := creds.forExec(programOf(f.path), unsafe)
+		img, err := k.loadELF(res, target.Cwd, next, secure, f, execfn, argv, envv, target.NoRandomize)
 		f.close()
 		return img, err
 	}
@@ -245,7 +251,7 @@ func interpName(name string) string {
 
 // loadELF loads an ELF executable into a new memory manager. Its
 // interpreter is looked up from cwd, as Linux opens PT_INTERP's name.
-func (k *Kernel) loadELF(res, cwd vfs.Resolver, creds *Credentials, f execFile, name string, argv, envv []string,
+func (k *Kernel) loadELF(res, cwd vfs.Resolver, creds *Credentials, secure bool, f execFile, name string, argv, envv []string,
 	noRandomize bool) (*image, error) {
 	randomPages := randomPages
 	if noRandomize {
@@ -278,11 +284,9 @@ func (k *Kernel) loadELF(res, cwd vfs.Resolver, creds *Credentials, f execFile, 
 	}
 	var rnd [16]byte
 	unix.Getrandom(rnd[:], 0)
-	creds.Lock()
 	sa := loader.StackArgs{Argv: argv, Envv: envv, Execfn: name, Random: rnd, VDSO: vdsoAddr,
-		UID: creds.UID, EUID: creds.EUID, GID: creds.GID, EGID: creds.EGID,
+		UID: creds.UID, EUID: creds.EUID, GID: creds.GID, EGID: creds.EGID, Secure: secure,
 		HWCap: k.HWCap, HWCap2: k.HWCap2, MinSigStk: k.MinSigStackSize}
-	creds.Unlock()
 	sp, err := loader.SetupStack(m, top, img, sa)
 	if err != nil {
 		return nil, err
@@ -292,8 +296,15 @@ func (k *Kernel) loadELF(res, cwd vfs.Resolver, creds *Credentials, f execFile, 
 	if len(comm) > 15 {
 		comm = comm[:15] // TASK_COMM_LEN, less its NUL: init's name too
 	}
-	return &image{mm: m, comm: comm, exe: f.path,
+	return &image{mm: m, comm: comm, exe: f.path, creds: creds, secure: secure,
 		regs: arch.Registers{Rip: uint64(img.Entry), Rsp: uint64(sp), Eflags: arch.InitialEflags}}, nil
+}
+
+// programOf is what of the file at p decides an exec's credentials.
+func programOf(p vfs.Path) execProgram {
+	st, _ := p.Dentry.Inode().Stat()
+	return execProgram{Mode: st.Mode, UID: st.UID, GID: st.GID,
+		NoSUID: p.Mount != nil && p.Mount.Flags&unix.MS_NOSUID != 0}
 }
 
 // attachFresh puts m in a new address space and returns a thread in it.

@@ -100,7 +100,9 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	img, err := k.loadProgram(ExecTarget{Res: res, Name: name, Cwd: res}, creds, s.Argv, s.Env)
+	// The runtime execs the container's program with these credentials,
+	// so Linux's rules for execve make the ones it runs with.
+	img, err := k.loadProgram(ExecTarget{Res: res, Name: name, Cwd: res}, creds, execUnsafe{NoNewPrivs: s.NoNewPrivs}, s.Argv, s.Env)
 	if err != nil {
 		return nil, nil, &InitError{fmt.Sprintf("exec %q: %v", s.Argv[0], err)}
 	}
@@ -130,7 +132,7 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 	}
 	t := newTask(k, tg)
 	t.regs, t.ctx, t.mm, t.exe, t.comm = img.regs, ctx, img.mm, img.exe, img.comm
-	t.fds, t.fs, t.creds = NewFDTable(), fs, creds
+	t.fds, t.fs, t.creds = NewFDTable(), fs, img.creds
 	t.prctl.NoNewPrivs = s.NoNewPrivs
 	if s.Seccomp != nil {
 		chain, ok := (*seccomp.Chain)(nil).Push(s.Seccomp)

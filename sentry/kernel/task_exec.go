@@ -14,7 +14,7 @@ import (
 func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 	k, tg := t.k, t.tg
 	target.NoRandomize = t.Prctl().Personality&linuxabi.ADDR_NO_RANDOMIZE != 0
-	img, err := k.loadProgram(target, t.creds, argv, envv)
+	img, err := k.loadProgram(target, t.creds, t.execUnsafe(), argv, envv)
 	if err != nil {
 		return err
 	}
@@ -62,12 +62,22 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 	if len(comm) > 15 {
 		comm = comm[:15]
 	}
+	changed := t.creds.changedForExec(img.creds)
 	tg.mu.Lock() // others read them: the context for the process's CPU time, the rest for /proc
 	t.ctx, t.exe, t.comm = ctx, img.exe, comm
+	// A program running with other ids than its real ones cannot be
+	// dumped or traced by its user (execve(2)); one whose credentials
+	// changed does not get its parent's death signal (prctl(2)).
 	t.prctl.Dumpable = 1
+	if img.creds.EUID != img.creds.UID || img.creds.EGID != img.creds.GID {
+		t.prctl.Dumpable = 0
+	}
+	if img.secure || changed {
+		t.prctl.PdeathSig = 0
+	}
 	t.prctl.KeepCaps = false // prctl(2): "reset to 0 on subsequent calls to execve"
 	tg.mu.Unlock()
-	t.creds.SetKeepCaps(false)
+	t.creds.replaceWith(img.creds)
 	t.mm.SetLimitAS(tg.limitAS)
 	t.mm.SetLimitStack(tg.limitStack)
 	if ctx != oldCtx && !old.DecUsers() {
@@ -140,4 +150,11 @@ func (t *Task) endOtherThreads() bool {
 		case <-t.interrupt:
 		}
 	}
+}
+
+// execUnsafe is what would make a privilege gain by this task's exec
+// unsafe: no_new_privs, or a tracer that lacks CAP_SYS_PTRACE.
+func (t *Task) execUnsafe() execUnsafe {
+	tr := t.Tracer()
+	return execUnsafe{NoNewPrivs: t.Prctl().NoNewPrivs, UncapableTracer: tr != nil && !tr.Capable(unix.CAP_SYS_PTRACE)}
 }

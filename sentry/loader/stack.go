@@ -42,6 +42,7 @@ type StackArgs struct {
 	Random     [16]byte // AT_RANDOM
 	UID, EUID  uint32
 	GID, EGID  uint32
+	Secure     bool // AT_SECURE: the exec changed ids or gained capabilities
 	HWCap      uint64
 	HWCap2     uint64
 	MinSigStk  uint64
@@ -116,7 +117,7 @@ func SetupStack(m *mm.MemoryManager, top uintptr, img Image, a StackArgs) (uintp
 		atPhdr, uint64(img.Phdr), atPhent, phdrSize, atPhnum, uint64(img.Phnum),
 		atPagesz, pageSize, atBase, uint64(img.Base), atFlags, 0, atEntry, uint64(img.ExecEntry),
 		atUID, uint64(a.UID), atEUID, uint64(a.EUID), atGID, uint64(a.GID), atEGID, uint64(a.EGID),
-		atSecure, 0, atRandom, uint64(random), atHWCap, a.HWCap, atHWCap2, a.HWCap2,
+		atSecure, boolWord(a.Secure), atRandom, uint64(random), atHWCap, a.HWCap, atHWCap2, a.HWCap2,
 		atClktck, 100, atExecfn, uint64(strBase) + uint64(execfnOff), atPlatform, uint64(platformStr),
 		atMinSigStkSz, a.MinSigStk,
 	}
@@ -157,4 +158,11 @@ func SetupStack(m *mm.MemoryManager, top uintptr, img Image, a StackArgs) (uintp
 		EnvEnd: strBase + uintptr(execfnOff), AuxvStart: sp + uintptr(8*(words-len(auxv))),
 		AuxvEnd: sp + uintptr(8*words), ExecutableEntry: img.ExecEntry}
 	return sp, nil
+}
+
+func boolWord(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -213,9 +213,26 @@ func kB(t *testing.T, v string) uint64 {
 func TestProcPidStatusIsKeyTabValueLinesInLinuxsOrder(t *testing.T) {
 	s := sandbox(t)
 	caps := [4]uint64{1 << unix.CAP_CHOWN, 1<<unix.CAP_CHOWN | 1<<unix.CAP_KILL, 1 << unix.CAP_KILL,
-		1<<unix.CAP_CHOWN | 1<<unix.CAP_KILL | 1<<unix.CAP_SETUID}
-	in := kerneltest.Init{UID: 1000, GID: 100, Groups: []uint32{4, 27}, Caps: &caps}
+		1<<unix.CAP_CHOWN | 1<<unix.CAP_KILL | 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID}
+	// A non-root program's exec leaves it its ambient capabilities only:
+	// root starts with the bounding set and becomes uid 1000 keeping some.
+	in := kerneltest.Init{Caps: &[4]uint64{caps[3], caps[3], 0, caps[3]}}
 	runIn(t, s, in, func(g *fake.Guest) {
+		groups := g.Alloc(8)
+		g.WriteU32(groups, 4)
+		g.WriteU32(groups+4, 27)
+		g.Call(unix.SYS_SETGROUPS, 2, groups)
+		g.Call(unix.SYS_SETRESGID, 100, 100, 100)
+		g.Call(unix.SYS_PRCTL, unix.PR_SET_KEEPCAPS, 1, 0, 0, 0)
+		g.Call(unix.SYS_SETRESUID, 1000, 1000, 1000)
+		hdr, data := g.Alloc(8), g.Alloc(24)
+		g.WriteU32(hdr, unix.LINUX_CAPABILITY_VERSION_3)
+		g.WriteU32(data, uint32(caps[0]))
+		g.WriteU32(data+4, uint32(caps[1]))
+		g.WriteU32(data+8, uint32(caps[2]))
+		if _, errno := g.Call(unix.SYS_CAPSET, hdr, data); errno != 0 {
+			t.Errorf("capset: %v", errno)
+		}
 		g.Call(unix.SYS_UMASK, 0o027)
 		block := g.Alloc(8)
 		g.WriteU64(block, sigBit(unix.SIGUSR1)|sigBit(unix.SIGHUP))

@@ -119,7 +119,10 @@ func TestOOMScoreAdjTakesLinuxsNumbersInRange(t *testing.T) {
 
 func TestOOMScoreAdjGoesBelowItsFloorOnlyWithCapSysResource(t *testing.T) {
 	s := sandbox(t)
-	noResource := [4]uint64{^uint64(0) &^ (1 << unix.CAP_SYS_RESOURCE), ^uint64(0) &^ (1 << unix.CAP_SYS_RESOURCE), 0, ^uint64(0)}
+	// Root's exec gives it its bounding set: that is where the capability
+	// must be missing.
+	all := uint64(1<<(unix.CAP_LAST_CAP+1)-1) &^ (1 << unix.CAP_SYS_RESOURCE)
+	noResource := [4]uint64{all, all, 0, all}
 	runIn(t, s, kerneltest.Init{Caps: &noResource}, func(g *fake.Guest) {
 		// The floor starts at 0: raising and lowering back to it is free.
 		for _, v := range []string{"300", "100", "0"} {

@@ -188,12 +188,15 @@ type Init struct {
 	// UID and GID are its ids (0: root, with every capability).
 	UID, GID uint32
 	Groups   []uint32
-	// Caps, if set, replaces the capability sets a uid starts with.
-	Caps   *[4]uint64 // effective, permitted, inheritable, bounding
-	Limits map[int]kernel.Limit
-	Argv   []string // default: the program's path
-	Env    []string
-	Cwd    string // default: /
+	// Caps, if set, replaces the capability sets a uid starts with: the
+	// sets the runtime hands the program's exec, whose rules then apply
+	// (a non-root program keeps only its ambient capabilities).
+	Caps    *[4]uint64 // effective, permitted, inheritable, bounding
+	Ambient uint64
+	Limits  map[int]kernel.Limit
+	Argv    []string // default: the program's path
+	Env     []string
+	Cwd     string // default: /
 	// PlainSignals is kernel.InitSpec.PlainSignals.
 	PlainSignals bool
 }
@@ -218,6 +221,7 @@ func (s *Sandbox) Start(main fake.Program, in Init) {
 		spec.CapEffective, spec.CapPermitted, spec.CapInheritable, spec.CapBounding =
 			in.Caps[0], in.Caps[1], in.Caps[2], in.Caps[3]
 	}
+	spec.CapAmbient = in.Ambient
 	if err := s.Kernel.CreateInit(spec); err != nil {
 		s.T.Fatalf("create init: %v", err)
 	}
