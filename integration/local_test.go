@@ -36,6 +36,10 @@ type localEnv struct {
 	credential          *syscall.Credential
 	extraEnv            []string
 	terminal            *os.File // the replica the run gets as stdio, if set
+	// netns, if set, is the test network namespace moat runs in, with
+	// resolvConf over the host's /etc/resolv.conf in a mount namespace of
+	// its own (local_net_test.go).
+	netns, resolvConf string
 }
 
 const localFakeKey = "-----BEGIN FAKE KEY----- moat-sandbox-test"
@@ -74,11 +78,24 @@ func (e *localEnv) run(args ...string) localRun {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, e.moat, append(append(moatFlags(), "sandbox"), args...)...)
+	argv := append(append(moatFlags(), "sandbox"), args...)
+	cmd := exec.CommandContext(ctx, e.moat, argv...)
+	credential := e.credential
+	if e.netns != "" {
+		// Root enters the namespace and mounts the resolver's address
+		// over /etc/resolv.conf; then setpriv becomes the caller.
+		wrap := []string{"--net=" + filepath.Join("/run/netns", e.netns), "--", "unshare", "--mount", "--propagation", "private", "--",
+			"sh", "-c", `mount --bind "$0" /etc/resolv.conf && exec "$@"`, e.resolvConf}
+		if credential != nil {
+			wrap = append(wrap, "setpriv", fmt.Sprintf("--reuid=%d", e.uid), fmt.Sprintf("--regid=%d", e.gid), "--clear-groups", "--")
+		}
+		cmd = exec.CommandContext(ctx, "nsenter", append(append(wrap, e.moat), argv...)...)
+		credential = nil
+	}
 	cmd.Dir = e.dir
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + e.home, "TMPDIR=" + e.tmp, "LANG=C.UTF-8",
 		"GITHUB_TOKEN=moat-test-token"}, e.extraEnv...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: e.credential}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: credential}
 	var stdout, stderr bytes.Buffer
 	if e.terminal != nil {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = e.terminal, e.terminal, e.terminal
@@ -211,6 +228,7 @@ func TestSandboxOwnErrorsAreOneLineAndStatus125(t *testing.T) {
 		{[]string{"--rw", "/does/not/exist", "--", "true"}, "--rw"},
 		{[]string{"--ro", "missing", "--", "true"}, "--ro"},
 		{[]string{"--net", "--net-allow", "pypi.org", "--", "true"}, "--net"},
+		{[]string{"--net-allow", "pypi.org,bad name!", "--", "true"}, "--net-allow"},
 		{[]string{"--settings", settings, "--", "true"}, "line 2"},
 		{[]string{"--no-such-flag", "--", "true"}, "no-such-flag"},
 		{[]string{"--", "/does/not/exist"}, "/does/not/exist"},

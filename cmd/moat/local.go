@@ -45,11 +45,12 @@ only, under an overlay, so the command may write anywhere and none of it
 reaches the host, except in the current directory and each --rw, which are
 shared writable. $HOME is hidden (unless --home), and so are the credential
 stores ~/.ssh ~/.aws ~/.config/gcloud ~/.docker ~/.netrc ~/.gnupg ~/.kube
-whatever --home says. The network is loopback alone (--net and --net-allow
-are not built yet). The
-environment is PATH, HOME, USER, TERM, LANG and their like, plus each --env;
-a variable whose name holds TOKEN, KEY, SECRET, PASSWORD, PASSWD or
-CREDENTIAL is passed only as --env NAME=VALUE.
+whatever --home says. The network is loopback alone, unless --net (all
+of it, as the caller) or --net-allow (only the names and addresses it
+lists; DNS answers allowed names alone). The environment is PATH, HOME,
+USER, TERM, LANG and their like, plus each --env; a variable whose name
+holds TOKEN, KEY, SECRET, PASSWORD, PASSWD or CREDENTIAL is passed only
+as --env NAME=VALUE.
 
 stdin, stdout and stderr are the caller's (a terminal of the sandbox's own
 when both stdin and stdout are terminals, resized with the caller's);
@@ -67,8 +68,8 @@ and replace the rest. docs/agents.md says more.`,
 		o.Strings(&flags.Hide, "hide", "PATH", "make PATH empty inside")
 		o.Bool(&flags.Home, "home", "show $HOME read-only (writes go to the overlay); the credential stores stay hidden")
 		o.Strings(&flags.Env, "env,e", "NAME[=VALUE]", "pass the caller's NAME, or NAME=VALUE")
-		o.Bool(&flags.Net, "net", "allow all of the network (not built yet)")
-		o.String(&netAllow, "net-allow", "DOMAIN,...", "", "allow only these domains, addresses and ports, as docs/network.md's allowlist (not built yet)")
+		o.Bool(&flags.Net, "net", "allow all of the network this machine reaches, as the caller")
+		o.String(&netAllow, "net-allow", "DOMAIN,...", "", "allow only these domains, addresses and ports (NAME[:PORT], *.NAME, ADDR, CIDR), as docs/network.md's allowlist")
 		o.String(&flags.Memory, "memory", "BYTES", "", "memory limit, with a k, m or g suffix (default half the host's memory)")
 		o.fs.Func("cpus", "", func(v string) (err error) {
 			flags.CPUs, err = strconv.ParseFloat(v, 64)
@@ -180,13 +181,6 @@ func localID() string { return fmt.Sprintf("moat-sandbox-%d", os.Getpid()) }
 // runLocal runs args in a sandbox under policy p. Its bundle and state
 // live in a private directory that it removes however the run ends.
 func runLocal(g *globalOptions, p localPolicy, h localHost, args []string) (err error) {
-	if p.Net || len(p.NetAllow) > 0 {
-		flag := "--net"
-		if !p.Net {
-			flag = "--net-allow"
-		}
-		return flagErr(flag, "not built yet: moat sandbox has no host network to give the sandbox (docs/agents.md); the sandbox has loopback alone")
-	}
 	timeout, err := localTimeout(p.Timeout)
 	if err != nil {
 		return err
@@ -199,6 +193,10 @@ func runLocal(g *globalOptions, p localPolicy, h localHost, args []string) (err 
 	h.private = private
 	h.emptyFile = filepath.Join(private, "empty")
 	if err := os.WriteFile(h.emptyFile, nil, 0o444); err != nil {
+		return fmt.Errorf("private directory: %w", err)
+	}
+	h.resolvConf = filepath.Join(private, "resolv.conf")
+	if err := os.WriteFile(h.resolvConf, []byte(localResolvConf), 0o444); err != nil {
 		return fmt.Errorf("private directory: %w", err)
 	}
 	spec, err := localSpec(p, h, args, isTerminal(os.Stdin) && isTerminal(os.Stdout))
@@ -220,6 +218,23 @@ func runLocal(g *globalOptions, p localPolicy, h localHost, args []string) (err 
 	lg := *g
 	lg.root = filepath.Join(private, "state")
 	lg.rootfsWrites = bundle.WritesOverlay
+	if p.Net || len(p.NetAllow) > 0 {
+		// Refusals go to the log, as the sentry's own do (the sentry
+		// refuses first: these are what got past it).
+		ln, err := startLocalNetwork(p, func(format string, args ...any) {
+			if g.log.file != nil {
+				g.log.write(g.log.file, "info", fmt.Sprintf(format, args...))
+			}
+		})
+		if err != nil {
+			return err
+		}
+		defer ln.close()
+		lg.localNet = ln
+		if p.Net {
+			fmt.Fprintln(os.Stderr, "moat: sandbox: --net: the command may reach every address this machine can, as the caller")
+		}
+	}
 	var timedOut atomic.Bool
 	if timeout > 0 {
 		timer := time.AfterFunc(timeout, func() {

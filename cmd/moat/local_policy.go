@@ -63,6 +63,9 @@ type localHost struct {
 	// the sandbox; emptyFile an empty file in it, which stands for a
 	// hidden file.
 	private, emptyFile string
+	// resolvConf is the sandbox's /etc/resolv.conf when it has a
+	// network (localResolvConf), in private.
+	resolvConf string
 }
 
 // flagError is a problem with one flag's value or one settings key: the
@@ -147,10 +150,20 @@ func localSpec(p localPolicy, h localHost, args []string, terminal bool) (*specs
 			"CAP_KILL", "CAP_AUDIT_WRITE"}
 		spec.Process.Capabilities = &specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps}
 	}
-	if len(p.NetAllow) > 0 {
-		spec.Annotations[netAllowAnnotation] = strings.Join(p.NetAllow, ",")
-	}
 	spec.Mounts = append(localBaseMounts(), mounts...)
+	if p.Net || len(p.NetAllow) > 0 {
+		// The network is a user-space one (local_net.go), whose resolver
+		// is the sandbox's: --net-allow's names are resolved there alone.
+		if len(p.NetAllow) > 0 {
+			v, err := localNetAllow(p.NetAllow)
+			if err != nil {
+				return nil, err
+			}
+			spec.Annotations[netAllowAnnotation] = v
+		}
+		spec.Mounts = append(spec.Mounts, specs.Mount{Destination: "/etc/resolv.conf", Type: "bind", Source: h.resolvConf,
+			Options: []string{"bind", "ro", "nosuid", "nodev"}})
+	}
 	return spec, nil
 }
 

@@ -159,6 +159,9 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	if err != nil {
 		return nil, err
 	}
+	if g.localNet != nil {
+		network, netFiles = g.localNet.network(), []*os.File{g.localNet.sentryEnd}
+	}
 	for i, f := range netFiles {
 		defer f.Close()
 		sentryFDs[control.NetFD(len(b.Binds), i)] = f
@@ -242,7 +245,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		}
 		return nil, err
 	}
-	if network != nil {
+	if network != nil && g.localNet == nil {
 		if err := takeAddresses(network); err != nil {
 			return nil, err
 		}
