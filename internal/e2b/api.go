@@ -72,10 +72,19 @@ func apiError(w http.ResponseWriter, status int, format string, args ...any) {
 	json.NewEncoder(w).Encode(map[string]any{"code": status, "message": fmt.Sprintf(format, args...)})
 }
 
+// writeJSON answers v as JSON, with its length: a flushed answer is then
+// complete, and the client need not wait for the handler's end.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, "encoding the answer: %v", err)
+		return
+	}
+	data = append(data, '\n')
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	w.Write(data)
 }
 
 func (s *Server) apiMux() http.Handler {
@@ -191,29 +200,38 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "template %q not found", req.TemplateID)
 		return
 	}
-	sb, err := s.boot(req.TemplateID, rootfs, req.Metadata, req.EnvVars, time.Duration(timeout)*time.Second)
+	sb, refill, err := s.boot(req.TemplateID, rootfs, req.Metadata, req.EnvVars, time.Duration(timeout)*time.Second)
 	if err != nil {
 		apiError(w, http.StatusInternalServerError, "creating the sandbox: %v", err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, s.describe(sb, true))
+	// The replacement of a sandbox from a pool boots once the answer is
+	// out: a boot takes the host's CPUs for a while, and the caller is
+	// waiting for this answer.
+	http.NewResponseController(w).Flush()
+	refill()
 }
 
 // boot creates a sandbox of template and registers it, to be killed
-// once timeout passes.
-func (s *Server) boot(template, rootfs string, metadata, env map[string]string, timeout time.Duration) (*sandbox, error) {
+// once timeout passes. A sandbox from a pool is replaced once refill is
+// called, which must be, also when boot fails.
+func (s *Server) boot(template, rootfs string, metadata, env map[string]string, timeout time.Duration) (_ *sandbox, refill func(), _ error) {
+	refill = func() {}
 	s.creating.Add(1)
 	defer s.creating.Done()
 	select {
 	case <-s.closing:
-		return nil, fmt.Errorf("the server is shutting down")
+		return nil, refill, fmt.Errorf("the server is shutting down")
 	default:
 	}
 	start := time.Now()
 	how := "booted"
 	var inst *instance
 	if p := s.pools[template]; p != nil {
-		inst = p.take()
+		if inst = p.take(); inst != nil {
+			refill = p.release
+		}
 		how = "from the pool"
 	}
 	outcome := createdFromPool
@@ -221,7 +239,7 @@ func (s *Server) boot(template, rootfs string, metadata, env map[string]string, 
 		var err error
 		if inst, err = s.rt.create(randomID(20), rootfs); err != nil {
 			s.metrics.created(createFailed, time.Since(start))
-			return nil, err
+			return nil, refill, err
 		}
 		how, outcome = "booted", createdByBoot
 	}
@@ -236,7 +254,7 @@ func (s *Server) boot(template, rootfs string, metadata, env map[string]string, 
 	s.setDeadline(sb, timeout)
 	s.metrics.created(outcome, time.Since(start))
 	s.cfg.Log("sandbox %s: template %s, %s in %v", id, template, how, time.Since(start).Round(time.Microsecond))
-	return sb, nil
+	return sb, refill, nil
 }
 
 // setDeadline (re)sets when sb is killed: timeout from now.

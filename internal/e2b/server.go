@@ -96,7 +96,7 @@ func New(cfg Config) (*Server, error) {
 		pools: make(map[string]*pool), metrics: newMetrics(), closing: make(chan struct{})}
 	if cfg.Pool > 0 {
 		for name, rootfs := range cfg.Templates {
-			p := &pool{template: name, rootfs: rootfs, ready: make(chan *instance, cfg.Pool)}
+			p := newPool(name, rootfs, cfg.Pool)
 			s.pools[name] = p
 			s.filling.Add(1)
 			go s.fill(p, &s.filling)
