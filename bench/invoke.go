@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,6 +24,9 @@ type instance struct {
 	// command is a command runtime's binary, scratch the directory its
 	// runs start in.
 	command, scratch string
+	// served are the state directories of the moat serve processes the
+	// session started with this runtime's binary (serve_server.go).
+	served []ocirun.Root
 }
 
 // run runs spec once as container id and returns its wall time, from exec of
@@ -96,7 +100,11 @@ func (in *instance) sweep() error {
 	if in.Kind != KindOCI {
 		return nil
 	}
-	return in.oci.Sweep()
+	err := in.oci.Sweep()
+	for _, root := range in.served {
+		err = errors.Join(err, root.Sweep())
+	}
+	return err
 }
 
 // tail returns the end of a run's stderr, to say why it failed.

@@ -59,6 +59,10 @@ func writeMarkdown(w io.Writer, rep *Report, chart string) {
 			fmt.Fprintf(w, "\n%s: %s.\n\n", capitalize(wr.Status), wr.Reason)
 			continue
 		}
+		if wr.Kind == Serve {
+			writeServeMarkdown(w, rep, wr)
+			continue
+		}
 		fmt.Fprintf(w, "The container runs %s; %d runs per runtime; unit: %s.\n\n", code(strings.Join(wr.Argv, " ")), wr.Runs, wr.Unit)
 		fmt.Fprintf(w, "| runtime | median | min | max | vs %s | reproduce |\n|---|--:|--:|--:|---|---|\n", rep.Baseline)
 		for i, r := range wr.Results {

@@ -40,6 +40,7 @@ type RuntimeInfo struct {
 	Note    string   `json:"note,omitempty"`
 	Status  string   `json:"status"` // ok or skipped
 	Reason  string   `json:"reason,omitempty"`
+	Serves  bool     `json:"serves,omitempty"` // it runs the serve workloads
 	// Command is how each run invoked the runtime, with the per-session
 	// directories and the per-run container id as placeholders.
 	Command string `json:"command,omitempty"`
@@ -69,6 +70,9 @@ type Result struct {
 	Reading string  `json:"reading,omitempty"` // the ratio in words: "moat/runc 1.3x"
 	// Reproduce is the moat-bench command that measures this figure again.
 	Reproduce string `json:"reproduce,omitempty"`
+	// Cells are a serve workload's figures, one per ServeCells entry;
+	// such a result has no Samples or Summary of its own.
+	Cells []CellResult `json:"cells,omitempty"`
 }
 
 // WriteJSON writes rep to path.

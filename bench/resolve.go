@@ -12,7 +12,7 @@ import (
 // find resolves a runtime. It returns a nil instance, and the reason in the
 // info, when the runtime cannot run here.
 func (s *session) find(ctx context.Context, rt Runtime) (RuntimeInfo, *instance, error) {
-	info := RuntimeInfo{Name: rt.Name, Kind: rt.Kind, Args: rt.Flags(), Note: rt.Note, Status: StatusSkipped}
+	info := RuntimeInfo{Name: rt.Name, Kind: rt.Kind, Args: rt.Flags(), Note: rt.Note, Status: StatusSkipped, Serves: rt.Serves}
 	path, err := rt.binaryPath(s.cfg.BinDir)
 	switch {
 	case rt.Skip != "":

@@ -92,7 +92,11 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	cfg.Progress.Start(total)
 	for i, w := range cfg.Workloads {
-		wr, err := s.measure(ctx, w, plans[i], rep.Runtimes)
+		measure := s.measure
+		if w.Kind == Serve {
+			measure = s.measureServe
+		}
+		wr, err := measure(ctx, w, plans[i], rep.Runtimes)
 		if err != nil {
 			return nil, err
 		}
@@ -119,9 +123,13 @@ type plan struct {
 func (s *session) plan(w Workload) (plan, error) {
 	p := plan{runs: s.cfg.Runs}
 	if p.runs == 0 {
-		p.runs = DefaultWallRuns
-		if w.Kind == Micro {
+		switch w.Kind {
+		case Micro:
 			p.runs = DefaultMicroRuns
+		case Serve:
+			p.runs = DefaultServeCreates
+		default:
+			p.runs = DefaultWallRuns
 		}
 	}
 	var err error
@@ -129,9 +137,13 @@ func (s *session) plan(w Workload) (plan, error) {
 		return p, err
 	}
 	for i, in := range s.instances {
-		if in != nil && runsWorkload(in.Kind, w.Kind) {
+		if in != nil && runsWorkload(in.Kind, in.Serves, w.Kind) {
 			p.active = append(p.active, i)
 		}
+	}
+	if w.Kind == Serve {
+		p.steps = serveSchedule(len(p.active))
+		return p, nil
 	}
 	p.steps = Schedule(len(p.active), p.runs)
 	return p, nil
@@ -275,10 +287,28 @@ func (s *session) once(ctx context.Context, in *instance, w Workload, spec *spec
 	return parseResult([]byte(stdout), w.resultName(), w.Unit)
 }
 
-// runsWorkload reports whether a runtime of kind rt runs workloads of
-// kind w: a command runtime runs the host's programs on the host's root,
-// not the bundle's workload programs and mounts.
-func runsWorkload(rt string, w Kind) bool { return rt != KindCommand || w == Wall }
+// runsWorkload reports whether a runtime of kind rt, which serves E2B's
+// API or not, runs workloads of kind w: a command runtime runs the host's
+// programs on the host's root, not the bundle's workload programs and
+// mounts; a serve workload needs moat serve.
+func runsWorkload(rt string, serves bool, w Kind) bool {
+	switch {
+	case w == Serve:
+		return serves
+	case rt == KindCommand:
+		return w == Wall
+	default:
+		return true
+	}
+}
+
+// notRunReason says why runsWorkload is false for a runtime of kind rt.
+func notRunReason(rt string, w Kind) string {
+	if w == Serve {
+		return "it serves no E2B API (serves in the runtime list)"
+	}
+	return "a command runtime runs the whole-run (wall) workloads alone"
+}
 
 // results summarises the samples of each runtime and relates them to the
 // baseline's.
@@ -289,8 +319,8 @@ func (s *session) results(w Workload, runtimes []RuntimeInfo, samples [][]float6
 		r := Result{Runtime: info.Name, Status: info.Status, Reason: info.Reason}
 		switch {
 		case info.Status == StatusSkipped:
-		case !runsWorkload(info.Kind, w.Kind):
-			r.Status, r.Reason = StatusSkipped, "a command runtime runs the whole-run (wall) workloads alone"
+		case !runsWorkload(info.Kind, info.Serves, w.Kind):
+			r.Status, r.Reason = StatusSkipped, notRunReason(info.Kind, w.Kind)
 		case failures[i] != nil:
 			r.Status, r.Reason = StatusFailed, failures[i].Error()
 		default:

@@ -50,6 +50,10 @@ type Runtime struct {
 	// Needs are files the runtime cannot run without (a device such as
 	// /dev/kvm): where one is missing, the runtime is skipped, saying so.
 	Needs []string `json:"needs,omitempty"`
+	// Serves says that the binary is moat, whose `BINARY ARGS serve`
+	// serves E2B's API: the runtime runs the Serve workloads, and only
+	// such runtimes do.
+	Serves bool `json:"serves,omitempty"`
 }
 
 // missing returns the first of the runtime's Needs this machine lacks, or
@@ -92,6 +96,8 @@ func ParseRuntimes(data []byte) ([]Runtime, error) {
 			return nil, fmt.Errorf("runtime list: %s: an %s runtime needs a binary", rt.Name, rt.Kind)
 		case rt.Kind == KindNative && rt.RunscPlatform != "":
 			return nil, fmt.Errorf("runtime list: %s: runsc_platform %q on a runtime of kind %q", rt.Name, rt.RunscPlatform, rt.Kind)
+		case rt.Serves && rt.Kind != KindOCI:
+			return nil, fmt.Errorf("runtime list: %s: serves on a runtime of kind %q, not %q", rt.Name, rt.Kind, KindOCI)
 		}
 		seen[rt.Name] = true
 	}

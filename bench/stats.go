@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -54,4 +55,15 @@ func formatRatio(ratio float64) string {
 		}
 		return "1.0"
 	}
+}
+
+// Percentile returns the p-th percentile of samples, which must not be
+// empty, by the nearest rank: the smallest sample that at least p percent
+// of the samples do not exceed. It is always one of the samples, and the
+// 100th is the largest.
+func Percentile(samples []float64, p float64) float64 {
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[min(max(rank, 1), len(s))-1]
 }

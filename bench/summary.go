@@ -19,6 +19,10 @@ func WriteSummary(w io.Writer, rep *Report) error {
 			fmt.Fprintf(w, "  %s: %s\n", wr.Status, wr.Reason)
 			continue
 		}
+		if wr.Kind == Serve {
+			writeServeSummary(w, rep, wr)
+			continue
+		}
 		fmt.Fprintf(w, "  %-12s %10s %10s %10s\n", "", "median", "min", "max")
 		for i, r := range wr.Results {
 			if rep.Runtimes[i].Status == StatusSkipped {

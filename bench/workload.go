@@ -25,6 +25,9 @@ const (
 	// time of one `RUNTIME exec ID ARGV` into a container already running
 	// (its process holds it up, Hold); natively, of running ARGV.
 	Exec Kind = "exec"
+	// Serve workloads measure moat serve over E2B's API (serve.go), under
+	// the runtimes that serve it alone.
+	Serve Kind = "serve"
 )
 
 // Hold is what an Exec workload's container runs meanwhile.
@@ -113,6 +116,13 @@ var Workloads = []Workload{
 		What: "whole-container run of python3 -c pass: interpreter start-up, hundreds of file opens and mmaps",
 		Argv: []string{"/usr/bin/python3", "-c", "pass"}, Needs: []string{"/usr/bin/python3"},
 	},
+	{
+		Name: "e2b-create", Kind: Serve, Unit: "ms",
+		What: "the create of a sandbox through moat serve as E2B's SDKs call it (POST /v2/sandboxes, to the response's last byte), " +
+			"in bursts of 1, 10 and 50 at once, from a warm pool and booted cold",
+		// What the sandbox's init runs (internal/e2b).
+		Needs: []string{"/bin/sleep"},
+	},
 }
 
 // Where the fileio workloads work: the bind mount every container has at
@@ -156,7 +166,7 @@ func SelectWorkloads(names []string) ([]Workload, error) {
 
 // argv is what the container runs for this workload.
 func (w Workload) argv(iterations int64, budget time.Duration) []string {
-	if w.Kind == Wall || w.Kind == Exec {
+	if w.Kind != Micro {
 		return w.Argv
 	}
 	if iterations <= 0 {
