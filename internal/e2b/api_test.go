@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -157,5 +158,62 @@ func TestMetadataFilterUndoesTheSDKsDoubleEncoding(t *testing.T) {
 	}
 	if matches(map[string]string{"user:id": "a/b"}, got) {
 		t.Error("a sandbox without every pair matches")
+	}
+}
+
+func TestBadTimeoutRequestsGetE2BsErrorAndLeaveTheDeadlineAlone(t *testing.T) {
+	s := newTestServer(t)
+	sb := &sandbox{id: "sb1", token: "tok1", procs: map[uint32]*process{}}
+	s.sandboxes.add(sb)
+	for _, c := range []struct {
+		path, body string
+		says       string
+	}{
+		{"/sandboxes/sb1/timeout", `{"timeout":`, "request body"},
+		{"/sandboxes/sb1/timeout", `{}`, "timeout is required"},
+		{"/sandboxes/sb1/timeout", `{"timeout":-1}`, "out of range"},
+		{"/sandboxes/sb1/timeout", `{"timeout":86401}`, "out of range"},
+		{"/v2/sandboxes/sb1/connect", `{"timeout":86401}`, "out of range"},
+		{"/v2/sandboxes/sb1/connect", `[1,2]`, "request body"},
+	} {
+		code, body := call(t, s, "POST", c.path, "the-key", c.body)
+		msg, _ := body["message"].(string)
+		if code != 400 || body["code"] != float64(400) || !strings.Contains(msg, c.says) {
+			t.Errorf("%s %s: got %d %v, want 400 saying %q", c.path, c.body, code, body, c.says)
+		}
+	}
+	if !sb.endAt.IsZero() || sb.timer != nil {
+		t.Errorf("a refused request set the sandbox's deadline to %v", sb.endAt)
+	}
+}
+
+func TestACreateWhoseBootFailsGets500AndLeavesNothingBehind(t *testing.T) {
+	moat := filepath.Join(t.TempDir(), "moat")
+	if err := os.WriteFile(moat, []byte("#!/bin/sh\necho 'moat: cannot boot' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "state")
+	s, err := New(Config{APIKey: "the-key", StateDir: state, Templates: map[string]string{"base": t.TempDir()}, Moat: moat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := call(t, s, "POST", "/v2/sandboxes", "the-key", `{"templateID":"base"}`)
+	msg, _ := body["message"].(string)
+	if code != 500 || body["code"] != float64(500) || !strings.Contains(msg, "creating the sandbox") {
+		t.Errorf("got %d %v, want 500 in E2B's shape", code, body)
+	}
+	if left := s.sandboxes.list(); len(left) != 0 {
+		t.Errorf("a failed create registered %d sandboxes", len(left))
+	}
+	for _, dir := range []string{"bundles", "run"} {
+		entries, err := os.ReadDir(filepath.Join(state, dir))
+		if err != nil || len(entries) != 0 {
+			t.Errorf("%s after a failed create: %v %v, want it empty", dir, entries, err)
+		}
+	}
+	var out strings.Builder
+	s.metrics.write(&out, 0, nil)
+	if !strings.Contains(out.String(), `moat_serve_creates_total{outcome="error"} 1`) {
+		t.Errorf("the failed create is not counted as one:\n%s", out.String())
 	}
 }

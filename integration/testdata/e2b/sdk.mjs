@@ -170,6 +170,20 @@ const theirs = await other.commands.run(procs)
 check('another sandbox has its own processes', !theirs.stdout.includes('sleep 4321'), theirs.stdout)
 await marker.kill()
 
+// Each sandbox's envd takes that sandbox's access token alone: not
+// another's, nor none.
+const envdList = (id, token) => fetch(`${process.env.E2B_SANDBOX_URL}/process.Process/List`, {
+  method: 'POST',
+  body: '{}',
+  headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': id, ...(token ? { 'X-Access-Token': token } : {}) },
+})
+check('the sandboxes have tokens of their own', sbx.envdAccessToken && other.envdAccessToken &&
+  sbx.envdAccessToken !== other.envdAccessToken, 'missing or equal')
+eq('envd takes its own sandbox\'s token', (await envdList(sbx.sandboxId, sbx.envdAccessToken)).status, 200)
+eq('envd refuses another sandbox\'s token with 401', (await envdList(sbx.sandboxId, other.envdAccessToken)).status, 401)
+eq('envd refuses a wrong token with 401', (await envdList(other.sandboxId, 'wrong-token')).status, 401)
+eq('envd refuses a request without a token with 401', (await envdList(other.sandboxId)).status, 401)
+
 // Listing by metadata, timeouts, kill.
 const mine = await Sandbox.list({ query: { metadata: { tag } } }).nextItems()
 eq('list by metadata finds this sandbox alone', mine.map((s) => s.sandboxId), [sbx.sandboxId])
