@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -318,14 +317,13 @@ func (cg *Cgroup) Start(cmd *exec.Cmd) error {
 	go func() {
 		// Never unlocked: the thread exits with this goroutine.
 		runtime.LockOSThread()
-		tid := strconv.Itoa(unix.Gettid())
-		err := cg.moveThread(tid, cg.Dirs)
+		err := cg.moveThread(cg.Dirs)
 		if err == nil {
 			err = cmd.Start()
 		}
 		// Back home before the caller goes on, so that no later look at
 		// the cgroup finds this process in it while the thread exits.
-		if homeErr := cg.moveThread(tid, cg.home); err == nil && homeErr != nil {
+		if homeErr := cg.moveThread(cg.home); err == nil && homeErr != nil {
 			err = homeErr
 		}
 		done <- err
@@ -333,11 +331,16 @@ func (cg *Cgroup) Start(cmd *exec.Cmd) error {
 	return <-done
 }
 
-// moveThread writes tid into the tasks file of each v1 directory of dirs.
-func (cg *Cgroup) moveThread(tid string, dirs map[string]string) error {
+// moveThread moves the calling thread into each v1 directory of dirs. It
+// writes "0", the writer itself, not its thread id: the kernel moves a
+// thread that names itself so without the lock that keeps every thread
+// group of the host from forking or exiting meanwhile, whose first taker
+// after a quiet spell waits for an RCU grace period: on every sandbox's
+// start, as sandboxes start seldom enough for the spell to pass.
+func (cg *Cgroup) moveThread(dirs map[string]string) error {
 	for _, key := range cg.keys() {
 		if dir, ok := dirs[key]; ok && key != unifiedKey {
-			if err := files(dir).write("tasks", tid); err != nil {
+			if err := files(dir).write("tasks", "0"); err != nil {
 				return err
 			}
 		}
