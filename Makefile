@@ -17,6 +17,9 @@
 #                 and regenerates docs/conformance.md from the reports
 #   make docs     regenerate docs/syscalls.md from the syscall table and
 #                 docs/conformance.md from the conformance reports
+#   make suite-python
+#                 CPython's regression tests in runc and in moat; writes docs/suites.md
+#                 (as root; long, so not part of make test)
 
 GO ?= go
 # bin/moat is linked without the C library. The sentry forks its stub
@@ -48,6 +51,7 @@ build:
 	$(NOCGO) $(GO) build -o $(BIN)/moat ./cmd/moat
 	$(GO) build -o $(BIN)/moat-bench ./cmd/moat-bench
 	$(GO) build -o $(BIN)/moat-conformance ./cmd/moat-conformance
+	$(GO) build -o $(BIN)/moat-suite ./cmd/moat-suite
 
 # deps installs what is missing, quietly when nothing is.
 deps:
@@ -178,6 +182,17 @@ conformance: deps build $(if $(filter runsc,$(RUNTIME)),bench-deps)
 .PHONY: rootfs-debian
 rootfs-debian:
 	$(GO) run ./internal/rootfs/mkdebian $(abspath $(BUILD))/rootfs-debian
+
+# suite-python runs CPython's regression tests (cmd/moat-suite: the modules,
+# the limits, the rootfs) in runc and in moat on the same bundle, and writes
+# docs/suites.md. Long (each runtime's run is bounded by --limit), so not
+# part of make test. Its rootfs is the Debian one plus Debian's
+# libpython3.11-testsuite, built once into $(BUILD)/rootfs-debian.
+.PHONY: suite-python
+suite-python: deps build
+	$(BIN)/moat-suite run --runtime runc --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite
+	$(BIN)/moat-suite run --runtime $(abspath $(BIN)/moat) --name moat --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite
+	$(BIN)/moat-suite report --results $(BUILD)/suite --out docs/suites.md runc moat
 
 docs:
 	$(GO) test ./syscalls -run SyscallDoc -update

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"regexp"
+	"strings"
+)
+
+// Status is how one test module ended in a run.
+type Status string
+
+// The statuses regrtest reports, in its words, plus NotRun for a module
+// the run never reported (the whole run was stopped, or the runtime
+// failed first).
+const (
+	Passed     Status = "passed"
+	Failed     Status = "failed"
+	EnvChanged Status = "env changed" // passed, but left threads, files or signal handlers behind
+	Skipped    Status = "skipped"
+	TimedOut   Status = "timed out"
+	Crashed    Status = "crashed"
+	NoTests    Status = "no tests"
+	NotRun     Status = "not run"
+)
+
+// Good says whether a module ended as it should: it passed, or it skipped
+// because it does not apply here.
+func (s Status) Good() bool { return s == Passed || s == Skipped || s == NoTests }
+
+// progressLine is regrtest's line for a finished module, as its worker
+// processes print it: "0:00:01 load avg: 0.52 [ 3/80/1] test_os failed (2 errors)".
+// The elapsed time and load average are optional; the third number counts
+// the failures so far.
+var progressLine = regexp.MustCompile(`^(?:\d+:\d\d:\d\d )?(?:load avg: [\d.]+ )?\[\s*\d+/\d+(?:/\d+)?\] (test_[\w.]+) (.*)$`)
+
+// Result is one module's outcome: its status and regrtest's words for it.
+type Result struct {
+	Status Status `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// parseRegrtest reads regrtest's output and returns the outcome of each
+// module it reported. A module reported twice (a re-run) keeps its last.
+func parseRegrtest(r io.Reader) map[string]Result {
+	results := map[string]Result{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		m := progressLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		// "-- running: test_x (30 sec)" says what still runs, not how this
+		// module ended.
+		detail, _, _ := strings.Cut(m[2], " -- ")
+		results[m[1]] = Result{Status: classify(detail), Detail: strings.TrimSpace(detail)}
+	}
+	return results
+}
+
+// classify maps regrtest's words for a module's end to a Status.
+func classify(detail string) Status {
+	switch {
+	case strings.HasPrefix(detail, "passed"):
+		return Passed
+	case strings.HasPrefix(detail, "skipped"), strings.HasPrefix(detail, "resource denied"):
+		return Skipped
+	case strings.Contains(detail, "env changed"):
+		return EnvChanged
+	case strings.Contains(detail, "timed out"), strings.Contains(detail, "timeout"):
+		return TimedOut
+	case strings.HasPrefix(detail, "crashed"), strings.Contains(detail, "uncaught exception"), strings.Contains(detail, "exit code"):
+		return Crashed
+	case strings.HasPrefix(detail, "run no tests"):
+		return NoTests
+	case strings.HasPrefix(detail, "failed"):
+		return Failed
+	}
+	return Failed
+}
