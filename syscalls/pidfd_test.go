@@ -1,11 +1,14 @@
 package syscalls
 
 import (
+	"fmt"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/platform/fake"
+	"github.com/moat-sandbox/moat/sentry/fs/procfs"
+	"github.com/moat-sandbox/moat/sentry/kernel/kerneltest"
 )
 
 // Pidfds through the table: pidfd_open, poll, waitid(P_PIDFD),
@@ -170,4 +173,39 @@ func TestClonePidfdWritesThePidfdWhereTheParentTidWouldGo(t *testing.T) {
 		_, errno = g.Clone(unix.CLONE_PIDFD|unix.CLONE_PARENT_SETTID|uint64(unix.SIGCHLD), 0, ptid, 0, 0, func(g *fake.Guest) {})
 		expectErrno(t, "clone(CLONE_PIDFD|CLONE_PARENT_SETTID)", 0, errno, unix.EINVAL)
 	})
+}
+
+func TestPidfdSendSignalTakesAProcPidDirectoryForItsProcessAndNoOtherProcFile(t *testing.T) {
+	s := kerneltest.New(t, NewTable())
+	s.Mkdir("/proc", 0o555)
+	s.Mount("/proc", procfs.New(s.Kernel), "proc", 0)
+	st := s.Run(func(g *fake.Guest) {
+		pid, _ := blockedChild(t, g, 0)
+		open := func(path string, flags int) uintptr {
+			fd, errno := g.Call(unix.SYS_OPEN, g.CString(path), uintptr(flags))
+			if errno != 0 {
+				t.Errorf("open %s: %v", path, errno)
+			}
+			return fd
+		}
+		dir := open(fmt.Sprintf("/proc/%d", pid), unix.O_RDONLY|unix.O_DIRECTORY)
+		task := open(fmt.Sprintf("/proc/%d/task/%d", pid, pid), unix.O_RDONLY|unix.O_DIRECTORY)
+		status := open(fmt.Sprintf("/proc/%d/status", pid), unix.O_RDONLY)
+		_, errno := g.Call(unix.SYS_PIDFD_SEND_SIGNAL, task, 0, 0, 0)
+		expectErrno(t, "pidfd_send_signal through /proc/<pid>/task/<tid>", 0, errno, unix.EBADF)
+		_, errno = g.Call(unix.SYS_PIDFD_SEND_SIGNAL, status, 0, 0, 0)
+		expectErrno(t, "pidfd_send_signal through /proc/<pid>/status", 0, errno, unix.EBADF)
+		_, errno = g.Call(unix.SYS_PIDFD_GETFD, dir, 0, 0)
+		expectErrno(t, "pidfd_getfd through /proc/<pid>", 0, errno, unix.EBADF)
+		_, errno = g.Call(unix.SYS_PIDFD_SEND_SIGNAL, dir, uintptr(unix.SIGKILL), 0, 0)
+		expectErrno(t, "pidfd_send_signal(SIGKILL) through /proc/<pid>", 0, errno, 0)
+		if _, ws, _ := g.Wait(pid, 0); !ws.Signaled() || ws.Signal() != unix.SIGKILL {
+			t.Errorf("the child ended with status %#x, want killed by SIGKILL", uint32(ws))
+		}
+		_, errno = g.Call(unix.SYS_PIDFD_SEND_SIGNAL, dir, 0, 0, 0)
+		expectErrno(t, "pidfd_send_signal through /proc/<pid> of a reaped process", 0, errno, unix.ESRCH)
+	})
+	if st.Code != 0 {
+		t.Errorf("status %+v; log:\n%s", st, s.Log())
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/fs/pidfd"
+	"github.com/moat-sandbox/moat/sentry/fs/procfs"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
@@ -38,6 +39,21 @@ func pidfdProcess(t *kernel.Task, fd int32) (*kernel.ThreadGroup, *vfs.File, err
 	return p.Process(), f, nil
 }
 
+// signalTarget is pidfdProcess for pidfd_send_signal, which alone also
+// takes a descriptor of a /proc/<pid> directory for its process, as Linux
+// does (Python's signal.pidfd_send_signal is tested so).
+func signalTarget(t *kernel.Task, fd int32) (*kernel.ThreadGroup, *vfs.File, error) {
+	f, err := t.FDs().Get(fd)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tg, ok := procfs.ProcessOf(f); ok {
+		return tg, f, nil
+	}
+	f.DecRef()
+	return pidfdProcess(t, fd)
+}
+
 // PidfdOpen implements Linux syscall pidfd_open(2).
 func PidfdOpen(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	pid, flags := a.Int(0), a.Uint(1)
@@ -59,7 +75,7 @@ func PidfdSendSignal(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if a.Uint(3) != 0 {
 		return 0, unix.EINVAL
 	}
-	tg, f, err := pidfdProcess(t, a.Int(0))
+	tg, f, err := signalTarget(t, a.Int(0))
 	if err != nil {
 		return 0, err
 	}

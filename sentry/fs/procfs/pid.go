@@ -29,7 +29,21 @@ func (f *fs) pidDir(tg *kernel.ThreadGroup, name string) *node {
 		}
 		return out
 	}), leader)})
-	return f.owned(f.dir(p[:len(p)-1], false, func() []child { return children }), leader)
+	n := f.owned(f.dir(p[:len(p)-1], false, func() []child { return children }), leader)
+	n.process = tg
+	return n
+}
+
+// ProcessOf is the process whose /proc/<pid> directory f is open on, if f
+// is one: Linux's pidfd_send_signal takes such a descriptor for a pidfd of
+// that process (tgid_pidfd_to_pid), the interface that preceded
+// pidfd_open. /proc/<pid>/task/<tid> is no such directory.
+func ProcessOf(f *vfs.File) (*kernel.ThreadGroup, bool) {
+	s, ok := f.Impl().(*snapshot)
+	if !ok || s.node.process == nil {
+		return nil, false
+	}
+	return s.node.process, true
 }
 
 // taskDir is /proc/<pid>/task/<tid>: the files of one thread.

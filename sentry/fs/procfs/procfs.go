@@ -44,6 +44,10 @@ type node struct {
 	target   func(c vfs.Caller) (string, error) // symlinks
 	jump     func() (vfs.Path, error)           // magic links (fd/N): where following leads
 	volatile bool                               // children come and go (pid directories)
+	// process is the process a /proc/<pid> directory stands for, nil on
+	// every other node: pidfd_send_signal takes a descriptor of such a
+	// directory as a pidfd (ProcessOf).
+	process *kernel.ThreadGroup
 	// openAs opens a file whose open depends on the opener (mem).
 	openAs func(c vfs.Context, flags int) (vfs.FileImpl, error)
 
