@@ -81,8 +81,12 @@ func (s *sock) Write(src *vfs.IOSeq, _ int64) (int, error) {
 	return s.SendMsg(taskOf(src), src, &socket.SendMessage{Flags: flags})
 }
 
-// Read implements vfs.FileImpl.
+// Read implements vfs.FileImpl. A read of nothing gives 0 at once, data
+// queued or not (socket.ZeroRead).
 func (s *sock) Read(dst *vfs.IOSeq, _ int64) (int, error) {
+	if socket.ZeroRead(dst) {
+		return 0, nil
+	}
 	m := &socket.RecvMessage{}
 	if dst.NonBlocking() {
 		m.Flags = unix.MSG_DONTWAIT

@@ -189,6 +189,9 @@ func (s *sock) Write(src *vfs.IOSeq, _ int64) (int, error) {
 
 // Read implements vfs.FileImpl.
 func (s *sock) Read(dst *vfs.IOSeq, _ int64) (int, error) {
+	if socket.ZeroRead(dst) {
+		return 0, nil
+	}
 	t, _ := dst.Context().(*kernel.Task)
 	m := &socket.RecvMessage{}
 	if dst.NonBlocking() {

@@ -95,6 +95,9 @@ func (e *endpoint) Write(src *vfs.IOSeq, _ int64) (int, error) {
 // Read implements vfs.FileImpl: recv(2) with no flags; files passed with
 // the data are closed, as with a recvmsg that gives no room for them.
 func (e *endpoint) Read(dst *vfs.IOSeq, _ int64) (int, error) {
+	if socket.ZeroRead(dst) {
+		return 0, nil
+	}
 	m := &socket.RecvMessage{}
 	if dst.NonBlocking() {
 		m.Flags = unix.MSG_DONTWAIT
