@@ -88,6 +88,8 @@ func Fcntl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	case unix.F_SETFL:
 		f.SetStatusFlags(int(a.Int(2)))
 		return 0, nil
+	case unix.F_NOTIFY:
+		return 0, t.DirNotify(f, uint32(a.Uint(2)))
 	case unix.F_ADD_SEALS, unix.F_GET_SEALS:
 		return fcntlSeals(t, f, cmd, a.Uint(2))
 	case unix.F_GETPIPE_SZ, unix.F_SETPIPE_SZ:

@@ -85,9 +85,11 @@ func (t *FDTable) drop(f *vfs.File) {
 type Flusher interface{ Flush(files any) }
 
 // closing is what closing one of t's descriptors of f does before the
-// reference goes: the POSIX locks and the file's flush.
+// reference goes: the POSIX locks, the dnotify request and the file's
+// flush.
 func (t *FDTable) closing(f *vfs.File) {
 	vfs.Locks.ReleasePOSIX(f, t)
+	dnotifyFlush(f, t)
 	if fl, ok := f.Impl().(Flusher); ok {
 		fl.Flush(t)
 	}
