@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // localNet is the test network a `moat sandbox` run's host side lives in:
@@ -151,6 +154,54 @@ func TestSandboxNetReachesEveryName(t *testing.T) {
 			}
 			if !strings.Contains(r.stderr, "--net: the command may reach every address") {
 				t.Errorf("stderr %q: --net is not said loudly", r.stderr)
+			}
+		})
+	}
+}
+
+// TestSandboxNetworkHostSideRunsConfined: the process that reads the
+// sandbox's frames on the host (moat usernet) runs as the sandbox's
+// user (nobody for root's runs, the caller rootless: 65534 both here),
+// with no capability, no_new_privs, and a root with nothing in it.
+func TestSandboxNetworkHostSideRunsConfined(t *testing.T) {
+	for name, ids := range localUsers(t) {
+		t.Run(name, func(t *testing.T) {
+			e := newLocalEnv(t, ids[0], ids[1])
+			newLocalNet(t, e, "lc"+name[:1])
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := e.command(ctx, "--net", "--", "sh", "-c", "echo started; read x")
+			stdin, err := cmd.StdinPipe()
+			must(t, err)
+			stdout, err := cmd.StdoutPipe()
+			must(t, err)
+			must(t, cmd.Start())
+			defer cmd.Wait()
+			defer stdin.Close()
+			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "started\n" {
+				t.Fatalf("first output %q, %v", line, err)
+			}
+			// moat is the command's process (nsenter, unshare, sh and
+			// setpriv exec it), and moat usernet its child.
+			var found []int
+			for _, p := range childPids(cmd.Process.Pid) {
+				if args := cmdline(p); len(args) > 1 && args[0] == "moat" && args[1] == "usernet" {
+					found = append(found, p)
+				}
+			}
+			if len(found) != 1 {
+				t.Fatalf("moat usernet processes under the run: %v, want one", found)
+			}
+			st := procStatus(t, found[0])
+			want := map[string]string{"Uid": "65534\t65534\t65534\t65534", "Gid": "65534\t65534\t65534\t65534",
+				"CapEff": "0000000000000000", "CapPrm": "0000000000000000", "CapBnd": "0000000000000000", "NoNewPrivs": "1"}
+			for k, v := range want {
+				if st[k] != v {
+					t.Errorf("moat usernet's %s is %q, want %q", k, st[k], v)
+				}
+			}
+			if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/root", found[0])); err != nil || len(ents) != 0 {
+				t.Errorf("moat usernet's root holds %d entries (%v), want none", len(ents), err)
 			}
 		})
 	}

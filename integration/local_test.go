@@ -78,6 +78,25 @@ func (e *localEnv) run(args ...string) localRun {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	cmd := e.command(ctx, args...)
+	var stdout, stderr bytes.Buffer
+	if e.terminal != nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = e.terminal, e.terminal, e.terminal
+		cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty = true, true
+	} else {
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	}
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		e.t.Fatalf("run moat sandbox %q: %v", args, err)
+	}
+	return localRun{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+}
+
+// command prepares moat sandbox with args in the project directory, as
+// the caller, in the test network if e has one.
+func (e *localEnv) command(ctx context.Context, args ...string) *exec.Cmd {
 	argv := append(append(moatFlags(), "sandbox"), args...)
 	cmd := exec.CommandContext(ctx, e.moat, argv...)
 	credential := e.credential
@@ -96,19 +115,7 @@ func (e *localEnv) run(args ...string) localRun {
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + e.home, "TMPDIR=" + e.tmp, "LANG=C.UTF-8",
 		"GITHUB_TOKEN=moat-test-token"}, e.extraEnv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: credential}
-	var stdout, stderr bytes.Buffer
-	if e.terminal != nil {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = e.terminal, e.terminal, e.terminal
-		cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty = true, true
-	} else {
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	}
-	err := cmd.Run()
-	var exitErr *exec.ExitError
-	if err != nil && !errors.As(err, &exitErr) {
-		e.t.Fatalf("run moat sandbox %q: %v", args, err)
-	}
-	return localRun{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+	return cmd
 }
 
 // checkClean fails the test if a run left its private directory behind.

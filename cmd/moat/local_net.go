@@ -6,20 +6,26 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
+	"time"
 
+	"github.com/moat-sandbox/moat/internal/confine"
 	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/internal/usernet"
 	"github.com/moat-sandbox/moat/sentry/net/netstack"
 )
 
 // localNetwork is a `moat sandbox` run's network for --net and
-// --net-allow: a user-space one (internal/usernet) whose host side runs
-// in this process and dials out as the caller, so that it works alike as
-// root and rootless, with no network namespace to make.
+// --net-allow: a user-space one (internal/usernet) whose host side, moat
+// usernet (usernet.go), dials out as the sandbox's user, so that it works
+// alike as root and rootless, with no network namespace to make.
 type localNetwork struct {
 	sentryEnd *os.File // the sentry's end of the link, its control.NetFD
-	net       *usernet.Net
+	proc      *exec.Cmd
+	stop      *os.File      // moat usernet's stdin: closing it stops it
+	logDone   chan struct{} // closed when its log ends
 }
 
 // localResolvConf is the sandbox's /etc/resolv.conf: the user-space
@@ -37,9 +43,10 @@ func localNetAllow(entries []string) (string, error) {
 	return v + "," + netip.AddrPortFrom(usernet.Resolver, 53).String(), nil
 }
 
-// startLocalNetwork starts the host's side of the sandbox's network under
-// policy p; log gets the destinations it refuses.
-func startLocalNetwork(p localPolicy, log func(string, ...any)) (*localNetwork, error) {
+// startLocalNetwork starts moat usernet, the host's side of the sandbox's
+// network under policy p, and waits until it serves the link; log gets
+// the destinations it refuses.
+func startLocalNetwork(p localPolicy, log func(string, ...any)) (_ *localNetwork, err error) {
 	flag := "--net"
 	if !p.Net {
 		flag = "--net-allow"
@@ -48,28 +55,105 @@ func startLocalNetwork(p localPolicy, log func(string, ...any)) (*localNetwork, 
 	if err != nil {
 		return nil, flagErr(flag, "%v", err)
 	}
-	cfg := usernet.Config{Upstream: upstream, Log: log}
+	args := []string{"--upstream", upstream.String()}
 	if !p.Net {
-		if cfg.Allow, err = netstack.ParseEgress(strings.Join(p.NetAllow, ","), log); err != nil {
+		v := strings.Join(p.NetAllow, ",")
+		if _, err := netstack.ParseEgress(v, nil); err != nil {
 			return nil, flagErr(flag, "%s", strings.TrimPrefix(err.Error(), netstack.EgressAnnotation+": "))
 		}
+		args = append(args, "--allow", v)
 	}
+	if os.Geteuid() == 0 {
+		args = append(args, "--user", idsArg(confine.IDs{UID: uint32(confine.Nobody.Host), GID: uint32(confine.Nobody.HostGroup)}))
+	}
+	var opened []*os.File
+	closeAll := func() {
+		for _, f := range opened {
+			f.Close()
+		}
+	}
+	defer closeAll()
 	sentryEnd, hostEnd, err := usernet.Pair()
 	if err != nil {
 		return nil, err
 	}
-	n, err := usernet.Start(hostEnd, cfg)
+	logR, logW, err := os.Pipe()
 	if err != nil {
-		sentryEnd.Close()
-		return nil, err
+		return nil, fmt.Errorf("usernet: %w", err)
 	}
-	return &localNetwork{sentryEnd: sentryEnd, net: n}, nil
+	stopR, stopW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("usernet: %w", err)
+	}
+	opened = []*os.File{sentryEnd, hostEnd, logR, logW, stopR, stopW}
+	l := &localNetwork{sentryEnd: sentryEnd, stop: stopW, logDone: make(chan struct{})}
+	l.proc = internalCommand(usernetCommand, args...)
+	l.proc.Stdin = stopR
+	l.proc.ExtraFiles = []*os.File{hostEnd, logW} // usernetLinkFD, usernetLogFD
+	// Its own session, so that the caller's ^C reaches the command alone;
+	// the sentry's confinement, but in the host's network, to dial out.
+	l.proc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	confine.SentryProcAttr(l.proc.SysProcAttr, sandboxIDs(), os.Geteuid() == 0)
+	l.proc.SysProcAttr.Cloneflags &^= syscall.CLONE_NEWNET
+	if err := l.proc.Start(); err != nil {
+		return nil, fmt.Errorf("start usernet: %w", err)
+	}
+	hostEnd.Close()
+	logW.Close()
+	stopR.Close()
+	lines := bufio.NewScanner(logR)
+	ready := make(chan string, 1)
+	go func() {
+		defer close(l.logDone)
+		defer logR.Close()
+		first := true
+		for lines.Scan() {
+			if first {
+				ready <- lines.Text()
+				first = false
+				continue
+			}
+			log("%s", lines.Text())
+		}
+		if first {
+			ready <- "it quit"
+		}
+	}()
+	var line string
+	select {
+	case line = <-ready:
+	case <-time.After(readyTimeout):
+		line = "not ready in time"
+	}
+	if line != usernetReady {
+		l.proc.Process.Kill()
+		l.proc.Wait()
+		stopW.Close()
+		<-l.logDone
+		sentryEnd.Close()
+		return nil, fmt.Errorf("usernet: %s", line)
+	}
+	opened = nil
+	return l, nil
 }
 
-// close ends the network and every connection it carries.
+// close stops moat usernet, and every connection it carries, and waits
+// for it.
 func (l *localNetwork) close() {
 	l.sentryEnd.Close()
-	l.net.Close()
+	l.stop.Close()
+	done := make(chan struct{})
+	go func() {
+		l.proc.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(exitTimeout):
+		l.proc.Process.Kill()
+		<-done
+	}
+	<-l.logDone
 }
 
 // network is the sentry's description of its one interface, whose

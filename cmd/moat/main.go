@@ -65,6 +65,8 @@ func moatMain(args []string) int {
 			return goferMain(args[1:])
 		case execWaitCommand:
 			return execWaitMain(args[1:])
+		case usernetCommand:
+			return usernetMain(args[1:])
 		}
 	}
 

@@ -1,10 +1,11 @@
 // Package usernet is the host's side of a `moat sandbox` network: a
 // user-space one, as slirp's, that needs no network namespace, no root and
 // no host interface. The sentry's netstack gets one Ethernet interface
-// whose frames travel over a socketpair; at the other end a netstack of
-// the CLI's own (this package) plays the gateway and the resolver, ends
-// each TCP connection and UDP flow the guest starts, and makes it again
-// from the host with ordinary sockets, under the caller's own identity.
+// whose frames travel over a socketpair; at the other end this package's
+// netstack (which moat usernet runs, confined, in the host's network)
+// plays the gateway and the resolver, ends each TCP connection and UDP
+// flow the guest starts, and makes it again from the host with ordinary
+// sockets.
 // A destination the policy refuses gets a reset (TCP) or nothing (UDP);
 // with an allowlist, DNS is answered for allowed names alone and only the
 // addresses those answers gave may be dialled, as in the sentry
