@@ -173,8 +173,12 @@ func (f *file) Allocate(c vfs.Context, off, length int64) error {
 		return unix.EPERM // an allocation inside changes no data: F_SEAL_WRITE lets it be
 	}
 	before := n.data.Holes(off, length)
-	for pos := off; pos < off+length; pos += allocStep {
-		err := n.data.Allocate(pos, min(allocStep, off+length-pos))
+	// Each step ends at most at off+length (which vfs.Fallocate checked
+	// does not overflow): a range that ends near 2^63 would otherwise step
+	// past it, wrap negative and never end.
+	for pos, step := off, int64(0); pos < off+length; pos += step {
+		step = min(allocStep, off+length-pos)
+		err := n.data.Allocate(pos, step)
 		if err == nil && c != nil && c.Interrupted() {
 			err = unix.EINTR
 		}

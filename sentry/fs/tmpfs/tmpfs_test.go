@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -303,6 +304,30 @@ func TestAllocateInterrupted(t *testing.T) {
 	if st := stat(t, f.n); st.Size != 0 || st.Blocks != 0 || memfds(testMem(t)).pages.Load() != before {
 		t.Fatalf("after an interrupted Allocate: size %d, blocks %d, %d pages in use (%d before)",
 			st.Size, st.Blocks, memfds(testMem(t)).pages.Load(), before)
+	}
+}
+
+// TestAllocateUpToTheLargestOffsetEnds: fallocate of a few bytes just
+// below 2^63 allocates them and sets the size, as Linux's tmpfs does; its
+// loop once stepped past the end and wrapped to negative offsets, where
+// one step spans most of the int64 range: the call never returned. The
+// bound is only there to fail rather than hang.
+func TestAllocateUpToTheLargestOffsetEnds(t *testing.T) {
+	f := NewMemFD(testMem(t), "top", 0, 0, false, false).(*memFile).file
+	const off, length = 1<<63 - 4096, 100
+	done := make(chan error, 1)
+	go func() { done <- f.Allocate(nil, off, length) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Allocate(%#x, %d): %v, want success", off, length, err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("Allocate(%#x, %d) of one page still runs after a minute", off, length)
+	}
+	if st := stat(t, f.n); st.Size != off+length || st.Blocks != pageSize/512 {
+		t.Errorf("after Allocate(%#x, %d): size %#x, blocks %d; want size %#x, %d blocks",
+			off, length, st.Size, st.Blocks, off+length, pageSize/512)
 	}
 }
 
