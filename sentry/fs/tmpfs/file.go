@@ -172,12 +172,16 @@ func (f *file) Allocate(c vfs.Context, off, length int64) error {
 	if n.seals&unix.F_SEAL_GROW != 0 && off+length > n.size {
 		return unix.EPERM // an allocation inside changes no data: F_SEAL_WRITE lets it be
 	}
-	before := n.data.Holes(off, length)
 	// Each step ends at most at off+length (which vfs.Fallocate checked
 	// does not overflow): a range that ends near 2^63 would otherwise step
-	// past it, wrap negative and never end.
+	// past it, wrap negative and never end. The holes to give back are
+	// found a step at a time too, just before it, the steps aligned so
+	// that no page is in two: finding those of a whole range of exabytes
+	// at once took hours, before the first signal was looked for.
+	var before []mm.PageRange
 	for pos, step := off, int64(0); pos < off+length; pos += step {
-		step = min(allocStep, off+length-pos)
+		step = min(allocStep-pos%allocStep, off+length-pos)
+		before = append(before, n.data.Holes(pos, step)...)
 		err := n.data.Allocate(pos, step)
 		if err == nil && c != nil && c.Interrupted() {
 			err = unix.EINTR

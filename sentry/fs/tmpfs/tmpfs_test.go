@@ -331,6 +331,29 @@ func TestAllocateUpToTheLargestOffsetEnds(t *testing.T) {
 	}
 }
 
+// TestAllocateOfExabytesStopsAtTheFirstSignal: fallocate of 2^62 bytes
+// by an interrupted task ends with EINTR and keeps nothing, promptly: the
+// holes to give back were once found over the whole range first, 2^46
+// chunks, before any signal was looked for. The bound is only there to
+// fail rather than hang.
+func TestAllocateOfExabytesStopsAtTheFirstSignal(t *testing.T) {
+	f := NewMemFD(testMem(t), "huge", 0, 0, false, false).(*memFile).file
+	const off, length = 10, 1 << 62
+	done := make(chan error, 1)
+	go func() { done <- f.Allocate(interruptedTask{}, off, length) }()
+	select {
+	case err := <-done:
+		if err != unix.EINTR {
+			t.Fatalf("Allocate(%d, %#x), interrupted: %v, want EINTR", off, length, err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("Allocate(%d, %#x), interrupted, still runs after a minute", off, length)
+	}
+	if st := stat(t, f.n); st.Size != 0 || st.Blocks != 0 {
+		t.Errorf("after an interrupted Allocate: size %d, blocks %d; want nothing kept", st.Size, st.Blocks)
+	}
+}
+
 func TestUnlinkKeepsOpenData(t *testing.T) {
 	root := newRoot(t, 0)
 	ino, _ := root.Create("f", 0o644, 0, 0)
