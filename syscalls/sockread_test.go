@@ -74,3 +74,40 @@ func TestReadOfNoBytesFromASocketIsZeroAtOnceAndLeavesItsData(t *testing.T) {
 		zeroReadLeavesTheQueue(t, g, "TCP", s, c)
 	})
 }
+
+func TestRecvOfNoBytesFromATCPSocketWaitsForDataAndLeavesIt(t *testing.T) {
+	runGuest(t, func(g *fake.Guest) {
+		l, _ := g.Call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0)
+		sin := g.Alloc(16)
+		b := make([]byte, 16)
+		binary.LittleEndian.PutUint16(b, unix.AF_INET)
+		copy(b[4:], []byte{127, 0, 0, 1})
+		g.Write(sin, b)
+		g.Call(unix.SYS_BIND, l, sin, 16)
+		g.Call(unix.SYS_LISTEN, l, 1)
+		alen := g.Alloc(4)
+		g.WriteU32(alen, 16)
+		g.Call(unix.SYS_GETSOCKNAME, l, sin, alen)
+		c, _ := g.Call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0)
+		if _, errno := g.Call(unix.SYS_CONNECT, c, sin, 16); errno != 0 {
+			t.Errorf("connect over loopback: %v", errno)
+			return
+		}
+		s, _ := g.Call(unix.SYS_ACCEPT, l, 0, 0)
+		buf := g.Alloc(16)
+		n, errno := g.Call(unix.SYS_RECVFROM, s, buf, 0, unix.MSG_DONTWAIT, 0, 0)
+		expectRet(t, "recv of 0 bytes, non-blocking, with nothing queued", n, errno, 0, unix.EAGAIN)
+		g.Write(buf, []byte("data"))
+		g.Call(unix.SYS_WRITE, c, buf, 4)
+		// Blocking: it waits for the data, which may still be on its way.
+		n, errno = g.Call(unix.SYS_RECVFROM, s, buf, 0, 0, 0, 0)
+		expectRet(t, "recv of 0 bytes with data coming", n, errno, 0, 0)
+		n, errno = g.Call(unix.SYS_RECVFROM, s, buf+8, 8, unix.MSG_DONTWAIT, 0, 0)
+		expectRet(t, "the recv after it", n, errno, 4, 0)
+		got := make([]byte, 4)
+		g.Read(buf+8, got)
+		if string(got) != "data" {
+			t.Errorf("the recv after a recv of 0 bytes got %q, want the queued \"data\"", got)
+		}
+	})
+}

@@ -204,10 +204,21 @@ func (s *sock) RecvMsg(t *kernel.Task, dst *vfs.IOSeq, m *socket.RecvMessage) (i
 	if stream && m.Flags&unix.MSG_WAITALL != 0 && !peek {
 		want = size
 	}
+	// A stream's receive of no bytes waits, as Linux's tcp_recvmsg does,
+	// for data or the end, and takes none: netstack is asked to peek a
+	// byte.
+	zero := stream && size == 0
+	if zero {
+		peek = true
+	}
 	copied := 0
 	for {
+		limit := int64(size - copied)
+		if zero {
+			limit = 1
+		}
 		var w io.Writer = &writer{dst: dst, off: copied}
-		if stream && m.Flags&unix.MSG_TRUNC != 0 {
+		if stream && m.Flags&unix.MSG_TRUNC != 0 || zero {
 			w = discard{}
 		}
 		var dns *capture
@@ -215,8 +226,11 @@ func (s *sock) RecvMsg(t *kernel.Task, dst *vfs.IOSeq, m *socket.RecvMessage) (i
 			dns = &capture{w: w}
 			w = dns
 		}
-		res, terr := s.ep.Read(&tcpip.LimitedWriter{W: w, N: int64(size - copied)},
+		res, terr := s.ep.Read(&tcpip.LimitedWriter{W: w, N: limit},
 			tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: !stream})
+		if terr == nil && zero {
+			return 0, nil
+		}
 		if terr == nil {
 			if res.Count == 0 && size > copied && stream {
 				// The peer shut down its sending side: the end.
