@@ -105,7 +105,10 @@ func InterfaceIoctl(st *Stack, cmd uint32, arg uintptr, io IoctlIO) (handled boo
 	}
 	switch cmd {
 	case unix.SIOCGIFNAME:
-		copy(req[:16], ifc.Name)
+		// The name ends with a NUL, whatever the caller left in the
+		// field (glibc's if_indextoname leaves it uninitialised).
+		clear(req[:16])
+		copy(req[:15], ifc.Name)
 	case unix.SIOCGIFINDEX:
 		binary.LittleEndian.PutUint32(u, uint32(ifc.Index))
 	case unix.SIOCGIFFLAGS:
