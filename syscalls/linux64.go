@@ -267,7 +267,7 @@ var table = [...]Entry{
 	218: full("set_tid_address", SetTidAddress),
 	219: byDesign("restart_syscall", unix.EINTR, "only the kernel's own restarts use it; called directly it finds nothing to restart and answers EINTR, as on Linux"),
 	220: full("semtimedop", Semtimedop),
-	221: notYet("fadvise64", "cache hints and writeback: the file system, issue #9"),
+	221: partial("fadvise64", Fadvise64, "valid advice is taken and changes nothing: the sentry keeps no page cache for it to tune"),
 	222: partial("timer_create", TimerCreate, "the alarm clocks answer EOPNOTSUPP, as Linux without an RTC; a timer on a CPU clock that several running threads advance fires late, by up to the time they ran in parallel"),
 	223: full("timer_settime", TimerSettime),
 	224: full("timer_gettime", TimerGettime),
