@@ -32,6 +32,11 @@ func (s Status) Good() bool { return s == Passed || s == Skipped || s == NoTests
 // processes print it: "0:00:01 load avg: 0.52 [ 3/80/1] test_os failed (2 errors)".
 // The elapsed time and load average are optional; the third number counts
 // the failures so far.
+// duration is how long a slow module took, which regrtest appends to
+// its words ("passed (35.2 sec)", "failed (1 error) (1 min 3 sec)"): not
+// part of how it ended.
+var duration = regexp.MustCompile(` \((?:\d+ hour )?(?:\d+ min)? ?(?:[\d.]+ sec)?\)$`)
+
 var progressLine = regexp.MustCompile(`^(?:\d+:\d\d:\d\d )?(?:load avg: [\d.]+ )?\[\s*\d+/\d+(?:/\d+)?\] (test_[\w.]+) (.*)$`)
 
 // Result is one module's outcome: its status and regrtest's words for it.
@@ -54,7 +59,8 @@ func parseRegrtest(r io.Reader) map[string]Result {
 		// "-- running: test_x (30 sec)" says what still runs, not how this
 		// module ended.
 		detail, _, _ := strings.Cut(m[2], " -- ")
-		results[m[1]] = Result{Status: classify(detail), Detail: strings.TrimSpace(detail)}
+		detail = duration.ReplaceAllString(strings.TrimSpace(detail), "")
+		results[m[1]] = Result{Status: classify(detail), Detail: detail}
 	}
 	return results
 }

@@ -14,7 +14,7 @@ test_curses skipped -- Use of the 'curses' resource not enabled
 0:00:02 load avg: 7.52 [4/7/1] test_nosuchmod failed (uncaught exception)
 [ 5/7/1] test_wait3 passed (35.2 sec)
 0:00:10 load avg: 7.88 [6/7/2] test_ssl failed (82 errors)
-0:00:11 load avg: 7.88 [7/7/3] test_os failed (env changed)
+0:00:11 load avg: 7.88 [7/7/3] test_os failed (env changed) (1 min 3 sec)
 0:01:40 load avg: 7.88 [7/7/4] test_signal timed out (1 min 30 sec)
 0:01:41 load avg: 7.88 [7/7/4] test_signal failed (1 failure)
     test_nosuchmod test_ssl
@@ -34,6 +34,11 @@ test_curses skipped -- Use of the 'curses' resource not enabled
 	}
 	if d := got["test_pwd"].Detail; d != "passed" {
 		t.Errorf("test_pwd's detail %q keeps what still runs", d)
+	}
+	for mod, want := range map[string]string{"test_wait3": "passed", "test_os": "failed (env changed)", "test_ssl": "failed (82 errors)"} {
+		if d := got[mod].Detail; d != want {
+			t.Errorf("%s's detail %q, want %q: the duration is not how it ended", mod, d, want)
+		}
 	}
 }
 

@@ -32,6 +32,11 @@ func reportCommand(args []string) error {
 		if err := json.Unmarshal(data, &r); err != nil {
 			return err
 		}
+		// Results from before parseRegrtest dropped the durations.
+		for m, res := range r.Modules {
+			res.Detail = duration.ReplaceAllString(res.Detail, "")
+			r.Modules[m] = res
+		}
 		runs = append(runs, &r)
 	}
 	f, err := os.Create(*out)
@@ -83,6 +88,22 @@ func writeReport(w io.Writer, runs []*Run) {
 		}
 		fmt.Fprintf(w, "| module | %s | %s |\n|---|---|---|\n", ref.Runtime, r.Runtime)
 		for _, m := range worse {
+			fmt.Fprintf(w, "| %s | %s | %s |\n", m, cell(ref.Modules[m]), cell(r.Modules[m]))
+		}
+	}
+	for _, r := range runs[1:] {
+		var both []string
+		for _, m := range mods {
+			if !ref.Modules[m].Status.Good() && !r.Modules[m].Status.Good() && cell(ref.Modules[m]) != cell(r.Modules[m]) {
+				both = append(both, m)
+			}
+		}
+		if len(both) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n### Not good in either, ending differently in %s (%d)\n\n", r.Runtime, len(both))
+		fmt.Fprintf(w, "| module | %s | %s |\n|---|---|---|\n", ref.Runtime, r.Runtime)
+		for _, m := range both {
 			fmt.Fprintf(w, "| %s | %s | %s |\n", m, cell(ref.Modules[m]), cell(r.Modules[m]))
 		}
 	}
