@@ -40,8 +40,7 @@ type dnKey struct {
 type dnRequest struct {
 	key  dnKey
 	tg   *ThreadGroup // the process that asked, which the signal goes to
-	mask uint32       // DN_ bits
-	wd   int32
+	mask uint32       // DN_ bits; dnotify.mu
 }
 
 var dnotify = struct {
@@ -105,47 +104,39 @@ func (t *Task) DirNotify(f *vfs.File, arg uint32) error {
 	dnotify.mu.Unlock()
 	// vfs's lock is taken without dnotify's: removing a watch calls
 	// Queue, which takes dnotify's.
-	wd, err := vfs.AddWatch(r, id, dnEvents(mask))
-	if err != nil {
-		return err
-	}
-	dnotify.mu.Lock()
-	r.wd = wd
-	dnotify.mu.Unlock()
-	return nil
+	_, err = vfs.AddWatch(r, id, dnEvents(mask))
+	return err
 }
 
 // dnotifyFlush ends the request made through f and table, if any: one of
-// f's descriptors in table is being closed.
+// f's descriptors in table is being closed. Its watch goes with it, and
+// vfs forgets it as an owner of watches.
 func dnotifyFlush(f *vfs.File, table *FDTable) {
 	if dnotify.count.Load() == 0 {
 		return
 	}
 	dnotify.mu.Lock()
 	r := dnotify.reqs[dnKey{file: f, table: table}]
-	var wd int32
 	if r != nil {
 		delete(dnotify.reqs, r.key)
 		dnotify.count.Add(-1)
-		wd = r.wd
 	}
 	dnotify.mu.Unlock()
 	if r != nil {
-		// EINVAL: a one-shot request that fired is gone already.
-		_ = vfs.RemoveWatch(r, wd)
+		vfs.RemoveOwner(r)
 	}
 }
 
 // Queue implements vfs.WatchOwner: an event of the directory sends SIGIO
-// (SI_KERNEL, as Linux's send_sigio without F_SETSIG); the watch's end
-// (IN_IGNORED) forgets the request.
+// (SI_KERNEL, as Linux's send_sigio without F_SETSIG). The watch's end
+// (IN_IGNORED: a one-shot request fired, or the directory is gone) leaves
+// the request without events, so that asking again starts afresh; it is
+// forgotten at the close (vfs's lock is held here, so RemoveOwner cannot
+// be).
 func (r *dnRequest) Queue(ev vfs.WatchEvent) {
 	if ev.Mask&unix.IN_IGNORED != 0 {
 		dnotify.mu.Lock()
-		if dnotify.reqs[r.key] == r {
-			delete(dnotify.reqs, r.key)
-			dnotify.count.Add(-1)
-		}
+		r.mask = 0
 		dnotify.mu.Unlock()
 		return
 	}
