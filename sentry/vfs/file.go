@@ -150,10 +150,20 @@ func (f *File) read(dst *IOSeq) (int, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if endOverflows(f.off, dst) {
+		return 0, unix.EINVAL
+	}
 	n, err := f.impl.Read(dst, f.off)
 	f.off += int64(n)
 	return n, err
 }
+
+// endOverflows is Linux's rw_verify_area for a file whose offsets are
+// signed (all of these): a transfer at off whose end would pass 2^63-1 is
+// EINVAL, a read as much as a write. Without it a write at the largest
+// offset moved the offset past it, to a negative one, which a later read
+// indexed with.
+func endOverflows(off int64, s *IOSeq) bool { return off+int64(s.Len()) < 0 }
 
 // Pread reads at off without moving the file offset.
 func (f *File) Pread(dst *IOSeq, off int64) (int, error) {
@@ -166,7 +176,7 @@ func (f *File) Pread(dst *IOSeq, off int64) (int, error) {
 	if _, ok := f.impl.(Seeker); !ok {
 		return 0, unix.ESPIPE
 	}
-	if off < 0 {
+	if off < 0 || endOverflows(off, dst) {
 		return 0, unix.EINVAL
 	}
 	n, err := f.impl.Read(dst, off)
@@ -205,6 +215,9 @@ func (f *File) write(src *IOSeq) (int, error) {
 		}
 		f.off = size
 	}
+	if endOverflows(f.off, src) {
+		return 0, unix.EINVAL
+	}
 	src, err := limitFileSize(src, f.off)
 	if err != nil {
 		return 0, err
@@ -240,7 +253,7 @@ func (f *File) Pwrite(src *IOSeq, off int64) (int, error) {
 	if _, ok := f.impl.(Seeker); !ok {
 		return 0, unix.ESPIPE
 	}
-	if off < 0 {
+	if off < 0 || endOverflows(off, src) {
 		return 0, unix.EINVAL
 	}
 	src, err := limitFileSize(src, off)
