@@ -173,50 +173,6 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	if err := dir.Save(c); err != nil {
 		return nil, err
 	}
-	sb.gofer = internalCommand("gofer", goferArgs...)
-	sb.gofer.ExtraFiles = childFDs(goferFDs)
-	if g.log.file != nil {
-		sb.gofer.Stderr = g.log.file
-	}
-	// Its own session: no signal meant for the CLI's terminal reaches it.
-	sb.gofer.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	confine.GoferProcAttr(sb.gofer.SysProcAttr, sandboxIDs(), os.Geteuid() == 0)
-	if err := startIn(sb.cgroup, sb.gofer); err != nil {
-		return nil, fmt.Errorf("start gofer: %w", err)
-	}
-
-	sb.sentry = internalCommand("boot")
-	sb.sentry.Stdin, sb.sentry.Stdout, sb.sentry.Stderr = stdio[0], stdio[1], stdio[2]
-	sb.sentry.ExtraFiles = childFDs(sentryFDs)
-	sb.sentry.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if b.Spec.Process != nil && b.Spec.Process.Terminal {
-		// The console: the sentry leads the session its host terminal
-		// controls, so that a resize reaches it as SIGWINCH (console.go).
-		sb.sentry.SysProcAttr = consoleProcAttr()
-	}
-	confine.SentryProcAttr(sb.sentry.SysProcAttr, sandboxIDs(), os.Geteuid() == 0)
-	if err := startIn(sb.cgroup, sb.sentry); err != nil {
-		return nil, fmt.Errorf("start sentry: %w", err)
-	}
-	// The children hold their ends now. The CLI's copies must go at once:
-	// while it holds the sentry's end of the setup socket, a sentry that
-	// dies would never be noticed. (The deferred Closes then do nothing.)
-	for _, f := range append(append([]*os.File{controlListener, sentrySetupEnd}, goferEnds...), sentryGoferEnds...) {
-		f.Close()
-	}
-	g.log.debugf("container %s: gofer pid %d, sentry pid %d", c.ID, sb.gofer.Process.Pid, sb.sentry.Process.Pid)
-
-	// Both are unreaped children: their pids cannot have been reused yet.
-	if c.Gofer, err = state.Identify(sb.gofer.Process.Pid); err != nil {
-		return nil, fmt.Errorf("gofer: %w", err)
-	}
-	if c.Sentry, err = state.Identify(sb.sentry.Process.Pid); err != nil {
-		return nil, fmt.Errorf("sentry: %w", err)
-	}
-	if err := dir.Save(c); err != nil {
-		return nil, err
-	}
-
 	setup := control.Setup{
 		ID:        c.ID,
 		Bundle:    b.Dir,
@@ -235,15 +191,64 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	if os.Geteuid() == 0 {
 		setup.SentryUser = &[2]uint32{uint32(confine.Nobody.Host), uint32(confine.Nobody.HostGroup)}
 	}
-	if err := handshake(cliSetupEnd, setup); err != nil {
-		if errors.Is(err, errSentryQuit) {
-			sb.stop()
-			err = fmt.Errorf("%w (%v)", err, sb.sentry.ProcessState)
-			if ws, ok := sb.sentry.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGSYS {
-				err = fmt.Errorf("%w: %w", errSentryQuit, errSentryFiltered)
-			}
-		}
+
+	// The sentry first, its Setup at once: it boots (decodes the Setup,
+	// confines itself, starts its platform) while the gofer starts, and
+	// asks the gofer for nothing before it builds the guest's tree; its
+	// requests wait in the socket until the gofer serves them.
+	sb.sentry = internalCommand("boot")
+	sb.sentry.Stdin, sb.sentry.Stdout, sb.sentry.Stderr = stdio[0], stdio[1], stdio[2]
+	sb.sentry.ExtraFiles = childFDs(sentryFDs)
+	sb.sentry.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if b.Spec.Process != nil && b.Spec.Process.Terminal {
+		// The console: the sentry leads the session its host terminal
+		// controls, so that a resize reaches it as SIGWINCH (console.go).
+		sb.sentry.SysProcAttr = consoleProcAttr()
+	}
+	confine.SentryProcAttr(sb.sentry.SysProcAttr, sandboxIDs(), os.Geteuid() == 0)
+	if err := startIn(sb.cgroup, sb.sentry); err != nil {
+		return nil, fmt.Errorf("start sentry: %w", err)
+	}
+	// The sentry holds its end now. The CLI's copy must go at once: while
+	// it holds it, a sentry that dies would never be noticed. (The
+	// deferred Closes then do nothing.)
+	sentrySetupEnd.Close()
+	setupConn, err := sendSetup(cliSetupEnd, setup)
+	if err != nil {
+		return nil, sb.sentryQuit(err)
+	}
+	defer setupConn.Close()
+
+	sb.gofer = internalCommand("gofer", goferArgs...)
+	sb.gofer.ExtraFiles = childFDs(goferFDs)
+	if g.log.file != nil {
+		sb.gofer.Stderr = g.log.file
+	}
+	// Its own session: no signal meant for the CLI's terminal reaches it.
+	sb.gofer.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	confine.GoferProcAttr(sb.gofer.SysProcAttr, sandboxIDs(), os.Geteuid() == 0)
+	if err := startIn(sb.cgroup, sb.gofer); err != nil {
+		return nil, fmt.Errorf("start gofer: %w", err)
+	}
+	// The children hold their ends now; the CLI's copies go, so that each
+	// side sees the other's end close when it exits.
+	for _, f := range append(append([]*os.File{controlListener}, goferEnds...), sentryGoferEnds...) {
+		f.Close()
+	}
+	g.log.debugf("container %s: gofer pid %d, sentry pid %d", c.ID, sb.gofer.Process.Pid, sb.sentry.Process.Pid)
+
+	// Both are unreaped children: their pids cannot have been reused yet.
+	if c.Gofer, err = state.Identify(sb.gofer.Process.Pid); err != nil {
+		return nil, fmt.Errorf("gofer: %w", err)
+	}
+	if c.Sentry, err = state.Identify(sb.sentry.Process.Pid); err != nil {
+		return nil, fmt.Errorf("sentry: %w", err)
+	}
+	if err := dir.Save(c); err != nil {
 		return nil, err
+	}
+	if err := awaitReady(setupConn); err != nil {
+		return nil, sb.sentryQuit(err)
 	}
 	if network != nil && g.localNet == nil {
 		if err := takeAddresses(network); err != nil {
@@ -293,25 +298,46 @@ func sandboxIDs() confine.IDMap {
 // errSentryQuit is a sentry that closed the setup socket without answering.
 var errSentryQuit = errors.New("the sentry quit before the sandbox was ready")
 
-// handshake sends setup over the CLI's end of the setup socket, says it is
-// done by shutting down writing, and reads the sentry's one answer.
-func handshake(conn *os.File, setup control.Setup) error {
+// sentryQuit adds to err, a failed hand-over, how the sentry ended when
+// it quit: it is reaped here, and the rest of the sandbox stopped.
+func (sb *sandbox) sentryQuit(err error) error {
+	if !errors.Is(err, errSentryQuit) {
+		return err
+	}
+	sb.stop()
+	err = fmt.Errorf("%w (%v)", err, sb.sentry.ProcessState)
+	if ws, ok := sb.sentry.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGSYS {
+		err = fmt.Errorf("%w: %w", errSentryQuit, errSentryFiltered)
+	}
+	return err
+}
+
+// sendSetup sends setup over the CLI's end of the setup socket and says
+// it is done by shutting down writing; the connection then carries the
+// sentry's one answer (awaitReady), all within readyTimeout.
+func sendSetup(conn *os.File, setup control.Setup) (*net.UnixConn, error) {
 	fc, err := net.FileConn(conn)
 	if err != nil {
-		return fmt.Errorf("setup socket: %w", err)
+		return nil, fmt.Errorf("setup socket: %w", err)
 	}
 	uc := fc.(*net.UnixConn)
-	defer uc.Close()
 	uc.SetDeadline(time.Now().Add(readyTimeout))
 	if err := json.NewEncoder(uc).Encode(setup); err != nil {
+		uc.Close()
 		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
-			return errSentryQuit
+			return nil, errSentryQuit
 		}
-		return fmt.Errorf("send setup to the sentry: %w", err)
+		return nil, fmt.Errorf("send setup to the sentry: %w", err)
 	}
 	if err := uc.CloseWrite(); err != nil {
-		return fmt.Errorf("send setup to the sentry: %w", err)
+		uc.Close()
+		return nil, fmt.Errorf("send setup to the sentry: %w", err)
 	}
+	return uc, nil
+}
+
+// awaitReady reads the sentry's answer to its Setup.
+func awaitReady(uc *net.UnixConn) error {
 	var resp control.Response
 	if err := json.NewDecoder(uc).Decode(&resp); err != nil {
 		var netErr net.Error
