@@ -5,6 +5,7 @@ import (
 
 	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/fs/devfs"
 	"github.com/moat-sandbox/moat/sentry/fs/pipe"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/vfs"
@@ -153,6 +154,10 @@ func openPath(t *kernel.Task, p vfs.Path, flags int, created bool) (*vfs.File, e
 		(st.Type() == unix.S_IFREG || st.Type() == unix.S_IFDIR) {
 		return nil, unix.EROFS
 	}
+	isDevice := st.Type() == unix.S_IFCHR || st.Type() == unix.S_IFBLK
+	if isDevice && p.Mount.Flags&unix.MS_NODEV != 0 {
+		return nil, unix.EACCES // a nodev mount's device nodes do not open (may_open_dev)
+	}
 	if created {
 		flags &^= unix.O_TRUNC
 	}
@@ -181,6 +186,8 @@ func openPath(t *kernel.Task, p vfs.Path, flags int, created bool) (*vfs.File, e
 		err = unix.ENXIO // a socket is reached by connect, never by open (sock_no_open)
 	} else if o, ok := ino.(kernel.TTYOpener); ok {
 		impl, err = o.OpenTask(t, flags) // /dev/tty, a pty: the opener matters
+	} else if isDevice {
+		impl, err = devfs.OpenDevice(t, ino, flags) // a node mknod made, on any file system
 	} else {
 		impl, err = ino.Open(flags)
 	}

@@ -202,8 +202,20 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, k *kerne
 		return vfs.Path{}, fmt.Errorf("mount the root file system: %w", err)
 	}
 	now, _ := unix.TimeToTimespec(timeNow())
+	var devices []specs.LinuxDevice
+	if spec.Linux != nil {
+		devices = spec.Linux.Devices
+	}
+	nodes, err := devNodes(devices)
+	if err != nil {
+		return vfs.Path{}, err
+	}
+	dev, err := devfs.New(now, nodes)
+	if err != nil {
+		return vfs.Path{}, fmt.Errorf("linux.devices: %w", err)
+	}
 	if !slices.ContainsFunc(spec.Mounts, func(m specs.Mount) bool { return path.Clean(m.Destination) == "/dev" }) {
-		if err := mountAt(root, "/dev", devfs.New(now), "devtmpfs", unix.MS_NOSUID, "devtmpfs", "mode=755"); err != nil {
+		if err := mountAt(root, "/dev", dev, "devtmpfs", unix.MS_NOSUID, "devtmpfs", "mode=755"); err != nil {
 			return vfs.Path{}, err
 		}
 	}
@@ -221,7 +233,7 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, k *kerne
 		case path.Clean(m.Destination) == "/dev":
 			// devfs stands for the config's /dev, in its place.
 			flags, _ := mountFlags(m.Options)
-			if err := mountAt(root, "/dev", devfs.New(now), m.Type, flags, m.Source, "mode=755"); err != nil {
+			if err := mountAt(root, "/dev", dev, m.Type, flags, m.Source, "mode=755"); err != nil {
 				return vfs.Path{}, err
 			}
 		case m.Type == "proc":

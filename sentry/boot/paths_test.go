@@ -48,7 +48,8 @@ var generatedMounts = map[string][]specs.Mount{
 func TestGeneratedConfigsMountEveryMountWithoutALogLine(t *testing.T) {
 	for name, ms := range generatedMounts {
 		root := tmpfsRoot(t)
-		if err := mountAt(root, "/dev", devfs.New(unix.Timespec{}), "devtmpfs", unix.MS_NOSUID, "devtmpfs", ""); err != nil {
+		dev, _ := devfs.New(unix.Timespec{}, nil)
+		if err := mountAt(root, "/dev", dev, "devtmpfs", unix.MS_NOSUID, "devtmpfs", ""); err != nil {
 			t.Fatal(err)
 		}
 		var log logged
@@ -138,7 +139,8 @@ func pathRulesSandbox(t *testing.T) *kerneltest.Sandbox {
 	s.Mkdir("/etc/private", 0o755)
 	s.WriteFile("/etc/private/key", 0o644, []byte("hidden"))
 	s.WriteFile("/etc/secret", 0o644, []byte("secret"))
-	if err := mountAt(s.Root, "/dev", devfs.New(unix.Timespec{}), "devtmpfs", unix.MS_NOSUID, "", ""); err != nil {
+	dev, _ := devfs.New(unix.Timespec{}, nil)
+	if err := mountAt(s.Root, "/dev", dev, "devtmpfs", unix.MS_NOSUID, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := mountFS(s.Root, specs.Mount{Destination: "/sys", Type: "sysfs", Options: []string{"ro"}}, s.MemFile, s.Kernel, nil, (&logged{}).log); err != nil {

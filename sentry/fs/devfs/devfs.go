@@ -1,11 +1,16 @@
 // Package devfs is the sandbox's /dev: the character devices every Linux
 // program may rely on (null, zero, full, random, urandom, tty), the
-// conventional symlinks into /proc/self/fd, and ptmx as a symlink into the
-// devpts mounted at /dev/pts (as runc makes it). Nothing here reaches a
-// host device.
+// conventional symlinks into /proc/self/fd, ptmx as a symlink into the
+// devpts mounted at /dev/pts (as runc makes it), and the nodes the
+// container's config adds. A device node opens by its number, on any file
+// system (OpenDevice). Nothing here reaches a host device.
 package devfs
 
 import (
+	"fmt"
+	"path"
+	"strings"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/sentry/kernel"
@@ -18,12 +23,23 @@ type node struct {
 	children map[string]*node // directories
 	order    []string         // children in listing order
 	target   string           // symlinks
-	open     func(flags int) (deviceIO, error)
-	ctty     bool // /dev/tty: opens the caller's controlling terminal
 }
 
-// New builds a /dev tree whose timestamps are now.
-func New(now unix.Timespec) *vfs.Dentry {
+// Node is a device node a container's config adds to /dev
+// (linux.devices): Path is its place under /dev ("fuse", "net/tun"), Mode
+// its type (S_IFCHR, S_IFBLK, S_IFIFO) and permission bits.
+type Node struct {
+	Path     string
+	Mode     uint32
+	Rdev     uint64
+	UID, GID uint32
+}
+
+// New builds a /dev tree whose timestamps are now, with nodes added (one
+// at the place of a standard device replaces it). A node's directories
+// are made as needed; a path through a file that is not a directory is
+// an error.
+func New(now unix.Timespec, nodes []Node) (*vfs.Dentry, error) {
 	dev := vfs.NewAnonDev()
 	var ino uint64
 	mk := func(mode uint32, rdev uint64) *node {
@@ -31,40 +47,66 @@ func New(now unix.Timespec) *vfs.Dentry {
 		return &node{stat: vfs.Stat{Dev: dev, Ino: ino, Mode: mode, Nlink: 1, Rdev: rdev, Blksize: 4096,
 			Atime: now, Mtime: now, Ctime: now}}
 	}
-	root := mk(unix.S_IFDIR|0o755, 0)
-	root.stat.Nlink = 2
-	add := func(name string, n *node) {
-		if root.children == nil {
-			root.children = make(map[string]*node)
-		}
-		root.children[name] = n
-		root.order = append(root.order, name)
-		if n.stat.Mode&unix.S_IFMT == unix.S_IFDIR {
-			root.stat.Nlink++
-		}
-	}
-	for _, d := range devices {
-		n := mk(unix.S_IFCHR|d.perm, unix.Mkdev(d.major, d.minor))
-		n.open = d.open
-		n.ctty = d.major == 5 && d.minor == 0
-		add(d.name, n)
-	}
-	for _, dir := range []string{"pts", "shm"} {
-		n := mk(unix.S_IFDIR|0o755, 0)
-		if dir == "shm" {
-			n.stat.Mode = unix.S_IFDIR | 0o1777
-		}
+	mkdir := func(perm uint32) *node {
+		n := mk(unix.S_IFDIR|perm, 0)
 		n.stat.Nlink = 2
-		add(dir, n)
+		return n
 	}
+	root := mkdir(0o755)
+	for _, d := range devices {
+		root.add(d.name, mk(unix.S_IFCHR|d.perm, unix.Mkdev(d.major, d.minor)))
+	}
+	root.add("pts", mkdir(0o755))
+	root.add("shm", mkdir(0o1777))
 	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"},
 		{"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}, {"ptmx", "pts/ptmx"}} {
 		n := mk(unix.S_IFLNK|0o777, 0)
 		n.target = l[1]
 		n.stat.Size = int64(len(l[1]))
-		add(l[0], n)
+		root.add(l[0], n)
 	}
-	return vfs.NewRoot(root)
+	for _, d := range nodes {
+		dir, name := root, ""
+		parts := strings.Split(path.Clean("/" + d.Path)[1:], "/")
+		for i, part := range parts {
+			if i == len(parts)-1 {
+				name = part
+				break
+			}
+			c, ok := dir.children[part]
+			if !ok {
+				c = mkdir(0o755)
+				dir.add(part, c)
+			} else if c.stat.Type() != unix.S_IFDIR {
+				return nil, fmt.Errorf("device /dev/%s: /dev/%s is not a directory", d.Path, strings.Join(parts[:i+1], "/"))
+			}
+			dir = c
+		}
+		if name == "" || name == "." {
+			return nil, fmt.Errorf("device /dev/%s: not a file's path", d.Path)
+		}
+		if old, ok := dir.children[name]; ok && old.stat.Type() == unix.S_IFDIR {
+			return nil, fmt.Errorf("device /dev/%s: a directory is there", d.Path)
+		}
+		n := mk(d.Mode, d.Rdev)
+		n.stat.UID, n.stat.GID = d.UID, d.GID
+		dir.add(name, n)
+	}
+	return vfs.NewRoot(root), nil
+}
+
+// add makes c the child name of directory n, replacing one there.
+func (n *node) add(name string, c *node) {
+	if n.children == nil {
+		n.children = make(map[string]*node)
+	}
+	if _, ok := n.children[name]; !ok {
+		n.order = append(n.order, name)
+	}
+	n.children[name] = c
+	if c.stat.Type() == unix.S_IFDIR {
+		n.stat.Nlink++
+	}
 }
 
 // Stat implements vfs.Inode.
@@ -105,38 +147,62 @@ func (n *node) Readlink() (string, error) {
 
 // Open implements vfs.Inode.
 func (n *node) Open(flags int) (vfs.FileImpl, error) {
-	switch {
-	case n.open != nil:
-		impl, err := n.open(flags)
-		if err != nil {
-			return nil, err
-		}
-		return &openNode{deviceIO: impl, node: n}, nil
-	case n.stat.Mode&unix.S_IFMT == unix.S_IFDIR:
+	if n.stat.Type() == unix.S_IFDIR {
 		// Listing goes through the inode; reads give EISDIR in vfs.
-		return &openNode{deviceIO: noIO{}, node: n}, nil
+		return &openNode{deviceIO: noIO{}, ino: n}, nil
 	}
 	return nil, unix.ENXIO
 }
 
-// OpenTask implements kernel.TTYOpener: /dev/tty is the caller's
-// controlling terminal (ENXIO without one), opened again with the
-// attributes of /dev/tty; other nodes open as they always do.
+// OpenTask implements kernel.TTYOpener: a device node opens the device
+// its number names (OpenDevice), on behalf of t.
 func (n *node) OpenTask(t *kernel.Task, flags int) (vfs.FileImpl, error) {
-	if n.ctty {
-		return t.OpenControlling(flags, func() vfs.Stat { return n.stat })
+	if typ := n.stat.Type(); typ == unix.S_IFCHR || typ == unix.S_IFBLK {
+		return OpenDevice(t, n, flags)
 	}
 	return n.Open(flags)
 }
 
-// openNode is an open devfs node: the device's I/O with the node's
+// OpenDevice opens the device node ino, of any file system, as its type
+// and number say: one of the devices the sandbox implements, the
+// caller's controlling terminal for /dev/tty (5:0), or for any other
+// number ENXIO, as Linux answers a node whose device has no driver.
+// Nothing here reaches a host device.
+func OpenDevice(t *kernel.Task, ino vfs.Inode, flags int) (vfs.FileImpl, error) {
+	st, err := ino.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Type() != unix.S_IFCHR {
+		return nil, unix.ENXIO
+	}
+	major, minor := unix.Major(st.Rdev), unix.Minor(st.Rdev)
+	if major == 5 && minor == 0 {
+		return t.OpenControlling(flags, func() vfs.Stat {
+			st, _ := ino.Stat()
+			return st
+		})
+	}
+	for _, d := range devices {
+		if d.major == major && d.minor == minor && d.open != nil {
+			impl, err := d.open(flags)
+			if err != nil {
+				return nil, err
+			}
+			return &openNode{deviceIO: impl, ino: ino}, nil
+		}
+	}
+	return nil, unix.ENXIO
+}
+
+// openNode is an open device node: the device's I/O with the node's
 // attributes.
 type openNode struct {
 	deviceIO
-	node *node
+	ino vfs.Inode
 }
 
-func (f *openNode) Stat() (vfs.Stat, error) { return f.node.stat, nil }
+func (f *openNode) Stat() (vfs.Stat, error) { return f.ino.Stat() }
 
 // MapsAsAnonymous tells mmap that mapping /dev/zero gives zeroed memory.
 func (f *openNode) MapsAsAnonymous() bool {

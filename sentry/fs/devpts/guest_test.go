@@ -29,7 +29,8 @@ import (
 func sandbox(t *testing.T) *kerneltest.Sandbox {
 	t.Helper()
 	s := kerneltest.New(t, syscalls.NewTable())
-	s.Mount("/dev", devfs.New(unix.Timespec{}), "devtmpfs", unix.MS_NOSUID)
+	dev, _ := devfs.New(unix.Timespec{}, nil)
+	s.Mount("/dev", dev, "devtmpfs", unix.MS_NOSUID)
 	opts, _, err := devpts.ParseOptions(devpts.RuncOptions)
 	if err != nil {
 		t.Fatal(err)

@@ -53,6 +53,11 @@ func (n *inode) releaseIfUnusedLocked() {
 
 // makeChild is what Create, Mkdir and Symlink share.
 func (n *inode) makeChild(name string, mode, uid, gid uint32, target string) (vfs.Inode, error) {
+	return n.makeNode(name, mode, 0, uid, gid, target)
+}
+
+// makeNode is makeChild for a device node too: rdev is its number.
+func (n *inode) makeNode(name string, mode uint32, rdev uint64, uid, gid uint32, target string) (vfs.Inode, error) {
 	if !n.isDir() {
 		return nil, unix.ENOTDIR
 	}
@@ -68,6 +73,7 @@ func (n *inode) makeChild(name string, mode, uid, gid uint32, target string) (vf
 	}
 	t := now()
 	c := n.fs.newInode(mode, uid, gid, t)
+	c.rdev = rdev
 	if mode&unix.S_IFMT == unix.S_IFLNK {
 		c.target = target
 		c.size = int64(len(target))
@@ -95,6 +101,8 @@ func (n *inode) Mknod(name string, mode uint32, rdev uint64, uid, gid uint32) (v
 		return n.Create(name, mode, uid, gid)
 	case unix.S_IFIFO, unix.S_IFSOCK:
 		return n.makeChild(name, typ|mode&0o7777, uid, gid, "")
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return n.makeNode(name, typ|mode&0o7777, rdev, uid, gid, "")
 	}
 	return nil, unix.EPERM
 }

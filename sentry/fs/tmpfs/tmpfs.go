@@ -68,6 +68,7 @@ type inode struct {
 	freed bool // no name and no open file left: the data is gone
 
 	target string // symlinks
+	rdev   uint64 // device nodes
 
 	xattrs vfs.Xattrs
 	seals  uint32 // a memfd's (seals.go)
@@ -154,7 +155,7 @@ func (n *inode) Stat() (vfs.Stat, error) {
 }
 
 func (n *inode) statLocked() vfs.Stat {
-	return vfs.Stat{Dev: n.fs.dev, Ino: n.ino, Mode: n.mode, Nlink: n.nlink, UID: n.uid, GID: n.gid,
+	return vfs.Stat{Dev: n.fs.dev, Ino: n.ino, Mode: n.mode, Nlink: n.nlink, UID: n.uid, GID: n.gid, Rdev: n.rdev,
 		Size: n.size, Blksize: pageSize, Blocks: n.blocksLocked(),
 		Atime: n.atime, Mtime: n.mtime, Ctime: n.ctime}
 }
