@@ -67,6 +67,10 @@ func confineGofer(a goferArgs) ([]string, error) {
 		return paths, nil
 	}
 	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	poller, err := confine.StartPoller()
+	if err != nil {
+		return nil, err
+	}
 	trees := []confine.Tree{{Path: a.rootfs, ReadOnly: a.readonly}}
 	for _, b := range a.binds {
 		trees = append(trees, confine.Tree{Path: b.path, ReadOnly: b.readonly})
@@ -78,7 +82,7 @@ func confineGofer(a goferArgs) ([]string, error) {
 	if err := confine.DropPrivileges(a.caps, a.ids); err != nil {
 		return nil, err
 	}
-	return paths, confine.GoferCalls.Install(a.hostCalls)
+	return paths, confine.GoferCalls.With(poller.Calls()).Install(a.hostCalls)
 }
 
 type goferArgs struct {

@@ -1,6 +1,8 @@
 package confine
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -136,6 +138,11 @@ func TestArgumentsAreChecked(t *testing.T) {
 		{"KVM_RUN on KVM", sentryOnKVM, unix.SYS_IOCTL, []uint64{3, kvmRun}, true},
 		{"a terminal's size on KVM", sentryOnKVM, unix.SYS_IOCTL, []uint64{0, unix.TIOCGWINSZ}, true},
 		{"TIOCSTI on KVM", sentryOnKVM, unix.SYS_IOCTL, []uint64{0, unix.TIOCSTI}, false},
+		{"the gofer's poller waits", goferPolling, unix.SYS_EPOLL_PWAIT, []uint64{5, 0, 128, 10}, true},
+		{"the gofer waits on another epoll", goferPolling, unix.SYS_EPOLL_PWAIT, []uint64{7, 0, 128, 10}, false},
+		{"the gofer wakes its poller", goferPolling, unix.SYS_WRITE, []uint64{6, 0, 8}, true},
+		{"the gofer writes a file", goferPolling, unix.SYS_WRITE, []uint64{3, 0, 8}, false},
+		{"the gofer reads a file", goferPolling, unix.SYS_READ, []uint64{3, 0, 8}, false},
 	} {
 		want := uint32(seccomp.ActKillProcess)
 		if c.allow {
@@ -183,5 +190,21 @@ func TestGoferKeepsOnlyWhatTheContainerMayHold(t *testing.T) {
 	}
 	if keep, ids := GoferPrivileges(0, IDs{}); keep != goferLinkCapability || ids == nil || ids.UID != 0 {
 		t.Errorf("a root container without capabilities: %#x, %v", keep, ids)
+	}
+}
+
+// goferPolling is the gofer's allowlist with a poller on descriptors 5
+// (epoll) and 6 (eventfd).
+var goferPolling = GoferCalls.With(Poller{EpollFD: 5, EventFD: 6}.Calls())
+
+func TestStartPollerFindsTheRuntimesEpollAndEventfd(t *testing.T) {
+	p, err := StartPoller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fd, want := range map[int]string{p.EpollFD: "anon_inode:[eventpoll]", p.EventFD: "anon_inode:[eventfd]"} {
+		if got, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd)); err != nil || got != want {
+			t.Errorf("descriptor %d: %q, %v; want %s", fd, got, err, want)
+		}
 	}
 }

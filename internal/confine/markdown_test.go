@@ -14,7 +14,7 @@ const securityDoc = "../../docs/security.md"
 // generated are docs/security.md's generated sections, by marker.
 var generated = map[string]func() string{
 	"sentry allowlist": SentryCalls.Markdown,
-	"gofer allowlist":  GoferCalls.Markdown,
+	"gofer allowlist":  GoferCalls.With(Poller{}.Calls()).Markdown,
 	"kvm additions":    KVMCalls(nil).Markdown,
 }
 
