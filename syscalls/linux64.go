@@ -118,7 +118,7 @@ var table = [...]Entry{
 	69:  full("msgsnd", Msgsnd),
 	70:  full("msgrcv", Msgrcv),
 	71:  full("msgctl", Msgctl),
-	72:  partial("fcntl", Fcntl, "F_DUPFD*, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_GETLK, F_SETLK, F_SETLKW, F_OFD_*, F_GETPIPE_SZ, F_SETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS; leases, F_NOTIFY, F_SETOWN/F_GETOWN* and F_SETSIG answer EINVAL"),
+	72:  partial("fcntl", Fcntl, "F_DUPFD*, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_GETLK, F_SETLK, F_SETLKW, F_OFD_*, F_GETPIPE_SZ, F_SETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS, F_NOTIFY (dnotify, SIGIO only); leases, F_SETOWN/F_GETOWN* and F_SETSIG answer EINVAL"),
 	73:  full("flock", Flock),
 	74:  full("fsync", Fsync),
 	75:  full("fdatasync", Fdatasync),
