@@ -11,8 +11,11 @@ import (
 )
 
 // suitePackages are what the suite's rootfs adds to the Debian one:
-// CPython's regression tests, Lib/test of the python3.11 that rootfs holds.
-var suitePackages = []string{"libpython3.11-testsuite"}
+// CPython's regression tests, Lib/test of the python3.11 that rootfs holds,
+// and netbase's /etc/services and /etc/protocols, which test_socket's
+// getservbyname and getprotobyname checks read (debootstrap's minbase has
+// neither: they failed under every runtime).
+var suitePackages = []string{"libpython3.11-testsuite", "netbase"}
 
 // pythonModules are the regression test modules the suite runs: those that
 // exercise what agents' code asks of a kernel (files, directories,
