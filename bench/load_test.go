@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,7 +31,7 @@ func TestTheLoadRunsItsBusyProcessesUntilStopped(t *testing.T) {
 		t.Fatalf("startLoad(2) started %d processes", len(pids))
 	}
 	for _, pid := range pids {
-		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		cmdline, err := execedCmdline(pid)
 		if err != nil {
 			t.Errorf("busy process %d is not running: %v", pid, err)
 			continue
@@ -83,5 +84,19 @@ func TestTheLoadedPassHasItsOwnName(t *testing.T) {
 	}
 	if !strings.HasPrefix(lw.What, w.What) || !strings.Contains(lw.What, "2 busy processes") {
 		t.Errorf("loaded description %q does not extend %q with the load", lw.What, w.What)
+	}
+}
+
+// execedCmdline is pid's command line once its exec has set it up: Start
+// returns when the exec closed the descriptors marked close-on-exec,
+// which Linux does before it writes the new program's arguments, so for
+// a moment the command line is empty.
+func execedCmdline(pid int) ([]byte, error) {
+	for i := 0; ; i++ {
+		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err != nil || len(cmdline) > 0 || i == 5000 {
+			return cmdline, err
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
