@@ -46,54 +46,18 @@ func TestReadOfNoBytesFromASocketIsZeroAtOnceAndLeavesItsData(t *testing.T) {
 		}
 		zeroReadLeavesTheQueue(t, g, "AF_UNIX stream", uintptr(g.ReadU32(sv)), uintptr(g.ReadU32(sv+4)))
 
-		l, errno := g.Call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0)
-		if errno != 0 {
-			t.Errorf("socket: %v", errno)
-			return
+		if s, c, ok := tcpPair(t, g); ok {
+			zeroReadLeavesTheQueue(t, g, "TCP", s, c)
 		}
-		sin := g.Alloc(16)
-		b := make([]byte, 16)
-		binary.LittleEndian.PutUint16(b, unix.AF_INET)
-		copy(b[4:], []byte{127, 0, 0, 1})
-		g.Write(sin, b)
-		g.Call(unix.SYS_BIND, l, sin, 16)
-		g.Call(unix.SYS_LISTEN, l, 1)
-		alen := g.Alloc(4)
-		g.WriteU32(alen, 16)
-		g.Call(unix.SYS_GETSOCKNAME, l, sin, alen)
-		c, _ := g.Call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0)
-		if _, errno := g.Call(unix.SYS_CONNECT, c, sin, 16); errno != 0 {
-			t.Errorf("connect over loopback: %v", errno)
-			return
-		}
-		s, errno := g.Call(unix.SYS_ACCEPT, l, 0, 0)
-		if errno != 0 {
-			t.Errorf("accept: %v", errno)
-			return
-		}
-		zeroReadLeavesTheQueue(t, g, "TCP", s, c)
 	})
 }
 
 func TestRecvOfNoBytesFromATCPSocketWaitsForDataAndLeavesIt(t *testing.T) {
 	runGuest(t, func(g *fake.Guest) {
-		l, _ := g.Call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0)
-		sin := g.Alloc(16)
-		b := make([]byte, 16)
-		binary.LittleEndian.PutUint16(b, unix.AF_INET)
-		copy(b[4:], []byte{127, 0, 0, 1})
-		g.Write(sin, b)
-		g.Call(unix.SYS_BIND, l, sin, 16)
-		g.Call(unix.SYS_LISTEN, l, 1)
-		alen := g.Alloc(4)
-		g.WriteU32(alen, 16)
-		g.Call(unix.SYS_GETSOCKNAME, l, sin, alen)
-		c, _ := g.Call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0)
-		if _, errno := g.Call(unix.SYS_CONNECT, c, sin, 16); errno != 0 {
-			t.Errorf("connect over loopback: %v", errno)
+		s, c, ok := tcpPair(t, g)
+		if !ok {
 			return
 		}
-		s, _ := g.Call(unix.SYS_ACCEPT, l, 0, 0)
 		buf := g.Alloc(16)
 		n, errno := g.Call(unix.SYS_RECVFROM, s, buf, 0, unix.MSG_DONTWAIT, 0, 0)
 		expectRet(t, "recv of 0 bytes, non-blocking, with nothing queued", n, errno, 0, unix.EAGAIN)
@@ -110,4 +74,36 @@ func TestRecvOfNoBytesFromATCPSocketWaitsForDataAndLeavesIt(t *testing.T) {
 			t.Errorf("the recv after a recv of 0 bytes got %q, want the queued \"data\"", got)
 		}
 	})
+}
+
+// tcpPair connects a TCP socket to a listener on 127.0.0.1 and returns
+// the accepted end and the connecting one; ok is false (the failure
+// reported) if a step failed.
+func tcpPair(t *testing.T, g *fake.Guest) (s, c uintptr, ok bool) {
+	l, errno := g.Call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0)
+	if errno != 0 {
+		t.Errorf("socket: %v", errno)
+		return 0, 0, false
+	}
+	sin := g.Alloc(16)
+	b := make([]byte, 16)
+	binary.LittleEndian.PutUint16(b, unix.AF_INET)
+	copy(b[4:], []byte{127, 0, 0, 1})
+	g.Write(sin, b)
+	g.Call(unix.SYS_BIND, l, sin, 16)
+	g.Call(unix.SYS_LISTEN, l, 1)
+	alen := g.Alloc(4)
+	g.WriteU32(alen, 16)
+	g.Call(unix.SYS_GETSOCKNAME, l, sin, alen)
+	c, _ = g.Call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0)
+	if _, errno := g.Call(unix.SYS_CONNECT, c, sin, 16); errno != 0 {
+		t.Errorf("connect over loopback: %v", errno)
+		return 0, 0, false
+	}
+	s, errno = g.Call(unix.SYS_ACCEPT, l, 0, 0)
+	if errno != 0 {
+		t.Errorf("accept: %v", errno)
+		return 0, 0, false
+	}
+	return s, c, true
 }
