@@ -50,17 +50,40 @@ func Debian(ctx context.Context, cacheDir string) (string, error) {
 	// The key changes with the package list, so a changed list builds a new
 	// rootfs instead of reusing one that lacks a package.
 	key := "debian-" + debianSuite + "-" + hex.EncodeToString(sum[:6])
+	if !isDir(filepath.Join(cacheDir, key)) && os.Geteuid() != 0 {
+		return "", errors.New("building a Debian rootfs needs root: debootstrap makes devices and chroots")
+	}
+	return buildOnce(ctx, cacheDir, key, func(tmp, logPath string) error {
+		if err := fenceFromGo(cacheDir); err != nil {
+			return err
+		}
+		mirror, err := aptMirror(debianSuite)
+		if err != nil {
+			return err
+		}
+		if err := probeMirror(ctx, mirror, debianSuite); err != nil {
+			return err
+		}
+		debootstrap, err := findDebootstrap(ctx)
+		if err != nil {
+			return err
+		}
+		return runDebootstrap(ctx, debootstrap, append(args, tmp, mirror), logPath)
+	})
+}
+
+// buildOnce returns cacheDir/key, first building it with build when it is
+// not there: under a lock, so that concurrent callers (in this process or
+// others) wait for one build, into a temporary directory build fills
+// (its log at logPath) and that a rename then publishes whole, world
+// readable. A reader never sees the tree half-built, and a build that
+// dies leaves only a temporary directory, which the next build removes.
+func buildOnce(ctx context.Context, cacheDir, key string, build func(tmp, logPath string) error) (string, error) {
 	dir := filepath.Join(cacheDir, key)
 	if isDir(dir) {
 		return dir, nil
 	}
-	if os.Geteuid() != 0 {
-		return "", errors.New("building a Debian rootfs needs root: debootstrap makes devices and chroots")
-	}
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-		return "", err
-	}
-	if err := fenceFromGo(cacheDir); err != nil {
 		return "", err
 	}
 	unlock, err := lockFile(ctx, dir+".lock")
@@ -75,34 +98,18 @@ func Debian(ctx context.Context, cacheDir string) (string, error) {
 	if err := removeStale(cacheDir, key); err != nil {
 		return "", err
 	}
-	mirror, err := aptMirror(debianSuite)
-	if err != nil {
-		return "", err
-	}
-	if err := probeMirror(ctx, mirror, debianSuite); err != nil {
-		return "", err
-	}
-	debootstrap, err := findDebootstrap(ctx)
-	if err != nil {
-		return "", err
-	}
-
 	tmp, err := os.MkdirTemp(cacheDir, tmpPrefix(key))
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	logPath := dir + ".log"
-	if err := runDebootstrap(ctx, debootstrap, append(args, tmp, mirror), logPath); err != nil {
+	if err := build(tmp, dir+".log"); err != nil {
 		return "", err
 	}
 	// MkdirTemp made it 0700; a root directory is world-readable.
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return "", err
 	}
-	// The rename publishes a complete tree at once: a reader never sees
-	// dir half-built, and a build that dies leaves only a temporary
-	// directory, which the next build removes.
 	if err := os.Rename(tmp, dir); err != nil {
 		return "", err
 	}

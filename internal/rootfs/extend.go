@@ -28,50 +28,23 @@ func DebianWith(ctx context.Context, cacheDir string, pkgs ...string) (string, e
 	sum := sha256.Sum256([]byte(strings.Join(pkgs, "\x00")))
 	// The key names the base's, so a new base builds a new copy too.
 	key := filepath.Base(base) + "-with-" + hex.EncodeToString(sum[:6])
-	dir := filepath.Join(cacheDir, key)
-	if isDir(dir) {
-		return dir, nil
-	}
-	unlock, err := lockFile(ctx, dir+".lock")
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if isDir(dir) {
-		return dir, nil
-	}
-	if err := removeStale(cacheDir, key); err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(cacheDir, tmpPrefix(key))
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp) // a no-op once renamed
-	logPath := dir + ".log"
-	// cp -a keeps owners, modes, links and device nodes, as the packages'
-	// files need; tmp exists, so its contents go in, not base itself.
-	if err := runLogged(ctx, logPath, "cp", "-a", "--reflink=auto", base+"/.", tmp); err != nil {
-		return "", err
-	}
-	// The base's package lists are those of its build, which the mirror
-	// still serves within one point release; apt-get update would fetch
-	// them again for nothing.
-	install := append([]string{"--mount", "--propagation", "private", "chroot", tmp,
-		"apt-get", "install", "-y", "-q", "--no-install-recommends"}, pkgs...)
-	if err := runLogged(ctx, logPath, "unshare", install...); err != nil {
-		return "", err
-	}
-	if err := runLogged(ctx, logPath, "chroot", tmp, "apt-get", "clean"); err != nil {
-		return "", err
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return "", err
-	}
-	return dir, nil
+	return buildOnce(ctx, cacheDir, key, func(tmp, logPath string) error {
+		// cp -a keeps owners, modes, links and device nodes, as the
+		// packages' files need; tmp exists, so its contents go in, not
+		// base itself.
+		if err := runLogged(ctx, logPath, "cp", "-a", "--reflink=auto", base+"/.", tmp); err != nil {
+			return err
+		}
+		// The base's package lists are those of its build, which the
+		// mirror still serves within one point release; apt-get update
+		// would fetch them again for nothing.
+		install := append([]string{"--mount", "--propagation", "private", "chroot", tmp,
+			"apt-get", "install", "-y", "-q", "--no-install-recommends"}, pkgs...)
+		if err := runLogged(ctx, logPath, "unshare", install...); err != nil {
+			return err
+		}
+		return runLogged(ctx, logPath, "chroot", tmp, "apt-get", "clean")
+	})
 }
 
 // runLogged runs a build step, its output appended to logPath, in a process
