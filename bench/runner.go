@@ -213,12 +213,22 @@ func (s *session) prepare(ctx context.Context, rep *Report) error {
 	return nil
 }
 
+// newResult is w's result before any run; skipped when the plan lacks
+// something w needs, which it then says.
+func (s *session) newResult(w Workload, p plan) (WorkloadResult, bool) {
+	wr := WorkloadResult{Name: w.Name, Kind: w.Kind, What: w.What, Unit: w.Unit, Runs: p.runs, Status: StatusOK}
+	if p.missing == "" {
+		return wr, false
+	}
+	wr.Status, wr.Reason = StatusSkipped, "needs "+p.missing
+	s.cfg.Progress.Note("%s: skipped: %s", w.Name, wr.Reason)
+	return wr, true
+}
+
 // measure runs one workload under every runtime found, interleaved.
 func (s *session) measure(ctx context.Context, w Workload, p plan, runtimes []RuntimeInfo) (WorkloadResult, error) {
-	wr := WorkloadResult{Name: w.Name, Kind: w.Kind, What: w.What, Unit: w.Unit, Runs: p.runs, Status: StatusOK}
-	if p.missing != "" {
-		wr.Status, wr.Reason = StatusSkipped, "needs "+p.missing
-		s.cfg.Progress.Note("%s: skipped: %s", w.Name, wr.Reason)
+	wr, skipped := s.newResult(w, p)
+	if skipped {
 		return wr, nil
 	}
 	wr.Argv = w.argv(s.cfg.Iterations, s.cfg.Budget)

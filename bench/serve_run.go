@@ -23,10 +23,8 @@ func serveSchedule(runtimes int) []Step {
 // measureServe runs a serve workload under every runtime that serves,
 // each cell with a moat serve of its own.
 func (s *session) measureServe(ctx context.Context, w Workload, p plan, runtimes []RuntimeInfo) (WorkloadResult, error) {
-	wr := WorkloadResult{Name: w.Name, Kind: w.Kind, What: w.What, Unit: w.Unit, Runs: p.runs, Status: StatusOK}
-	if p.missing != "" {
-		wr.Status, wr.Reason = StatusSkipped, "needs "+p.missing
-		s.cfg.Progress.Note("%s: skipped: %s", w.Name, wr.Reason)
+	wr, skipped := s.newResult(w, p)
+	if skipped {
 		return wr, nil
 	}
 	cells := make([][]CellResult, len(s.instances))
