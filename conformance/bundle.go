@@ -78,8 +78,7 @@ func containerSpec(args []string) *specs.Spec {
 		ocirun.Tmpfs("/dev", "nosuid", "noexec", "mode=755", "size=1m"),
 		// The pseudo-terminals, mounted as runc's default config does
 		// (runc makes /dev/ptmx a link to pts/ptmx).
-		{Destination: "/dev/pts", Type: "devpts", Source: "devpts",
-			Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
+		ocirun.Devpts(),
 		// A writable /tmp, as container engines give, for the programs
 		// that create files.
 		ocirun.Tmpfs("/tmp", "nosuid", "nodev", "mode=1777", "size=65536k"),

@@ -73,8 +73,7 @@ func realSpec(rootfs, workspace string, args []string) *specs.Spec {
 		ocirun.Proc(),
 		ocirun.Tmpfs("/dev", "nosuid", "mode=755", "size=1m"),
 		// The pseudo-terminals, as runc's default config mounts them.
-		{Destination: "/dev/pts", Type: "devpts", Source: "devpts",
-			Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
+		ocirun.Devpts(),
 		// Python's multiprocessing makes its semaphores here.
 		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "nodev", "mode=1777", "size=16m"}},
 		// Executable: gcc's output runs from it.

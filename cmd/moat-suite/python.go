@@ -83,8 +83,7 @@ func suiteSpec(rootfs, hosts string, args []string) *specs.Spec {
 	spec.Mounts = []specs.Mount{
 		ocirun.Proc(),
 		ocirun.Tmpfs("/dev", "nosuid", "mode=755", "size=1m"),
-		{Destination: "/dev/pts", Type: "devpts", Source: "devpts",
-			Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
+		ocirun.Devpts(),
 		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "nodev", "mode=1777", "size=64m"}},
 		ocirun.Tmpfs("/tmp", "nosuid", "nodev", "mode=1777", "size=1g"),
 		{Destination: "/etc/hosts", Type: "bind", Source: hosts, Options: []string{"bind", "ro"}},

@@ -50,6 +50,13 @@ func Proc(options ...string) specs.Mount {
 	return specs.Mount{Destination: "/proc", Type: "proc", Source: "proc", Options: options}
 }
 
+// Devpts is /dev/pts as runc's default config mounts it: a devpts
+// instance of the container's own, ptmx usable by all.
+func Devpts() specs.Mount {
+	return specs.Mount{Destination: "/dev/pts", Type: "devpts", Source: "devpts",
+		Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}}
+}
+
 // Tmpfs is a tmpfs mounted at dest.
 func Tmpfs(dest string, options ...string) specs.Mount {
 	return specs.Mount{Destination: dest, Type: "tmpfs", Source: "tmpfs", Options: options}
