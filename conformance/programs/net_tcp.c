@@ -18,7 +18,10 @@
  * SO_PROTOCOL, SO_ACCEPTCONN, TCP_NODELAY, SO_KEEPALIVE, TCP_KEEPIDLE,
  * TCP_KEEPINTVL, TCP_KEEPCNT, SO_LINGER, IP_TOS, IPV6_V6ONLY, SO_SNDBUF,
  * SO_RCVBUF round trips; TCP_INFO reports ESTABLISHED and a segment size;
- * FIONREAD counts the bytes waiting.
+ * FIONREAD counts the bytes waiting; what a send on loopback sent is
+ * in the peer's receive queue when the send returns (FIONREAD, poll with
+ * timeout 0), and one epoll_wait after sends on both ends reports both
+ * ends readable at once, as CPython's test_epoll expects.
  */
 // covers: socket bind listen connect accept accept4 getsockname getpeername sendto recvfrom shutdown setsockopt getsockopt
 #include "check.h"
@@ -27,6 +30,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
@@ -181,6 +185,50 @@ static void test_nonblocking_and_bulk(void)
 	close(l);
 }
 
+/*
+ * Loopback's transmit runs the peer's receive path before the send
+ * returns: the bytes are already waiting, and an edge-triggered epoll
+ * over both ends has both ready in one epoll_wait.
+ */
+static void test_sent_is_delivered(void)
+{
+	struct sockaddr_in a;
+	struct epoll_event ev, evs[4];
+	int l, c, s, ep, n, i, ready;
+
+	l = listener4(&a);
+	c = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+	CHECK_OK(connect(c, (struct sockaddr *)&a, sizeof(a)));
+	s = CHECK_OK(accept(l, NULL, NULL));
+	ep = CHECK_OK(epoll_create1(0));
+	ev.events = EPOLLIN | EPOLLOUT | EPOLLET;
+	ev.data.fd = c;
+	CHECK_OK(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
+	ev.data.fd = s;
+	CHECK_OK(epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+	CHECK_EQ(epoll_wait(ep, evs, 4, 1000), 2); /* both writable */
+	CHECK_EQ(epoll_wait(ep, evs, 4, 0), 0);
+
+	CHECK_EQ(send(c, "Hello!", 6, 0), 6);
+	CHECK_OK(ioctl(s, FIONREAD, &n));
+	CHECK_EQ(n, 6);
+	CHECK_EQ(send(s, "world!!!", 8, 0), 8);
+	{
+		struct pollfd p = { c, POLLIN, 0 };
+		CHECK_EQ(poll(&p, 1, 0), 1);
+	}
+	n = CHECK_OK(epoll_wait(ep, evs, 4, 1000));
+	CHECK_EQ(n, 2);
+	for (i = 0, ready = 0; i < n; i++)
+		if ((evs[i].events & (EPOLLIN | EPOLLOUT)) == (EPOLLIN | EPOLLOUT))
+			ready++;
+	CHECK_EQ(ready, 2);
+	close(ep);
+	close(s);
+	close(c);
+	close(l);
+}
+
 static void test_v6(void)
 {
 	struct sockaddr_in6 a6, peer;
@@ -316,6 +364,7 @@ int main(int argc, char **argv)
 	check_init(argc, argv);
 	test_v4();
 	test_nonblocking_and_bulk();
+	test_sent_is_delivered();
 	test_v6();
 	test_options();
 	return check_finish();

@@ -50,6 +50,12 @@ type sock struct {
 
 	mu   sync.Mutex // opts
 	opts socket.Options
+
+	// peer is the other end of a TCP connection within this stack,
+	// once peerKnown (loopback.go).
+	peerKnown atomic.Bool
+	peerMu    sync.Mutex
+	peer      *sock
 }
 
 // New returns a socket for socket(2) in family AF_INET or AF_INET6.
@@ -155,6 +161,7 @@ func newSock(t *kernel.Task, st *netstack.Stack, family, typ, protocol int, ep t
 	s.entry = gwaiter.NewFunctionEntry(gwaiter.EventMask(^uint32(0)), s.onEvent)
 	wq.EventRegister(&s.entry)
 	st.Add(s)
+	socks.Store(ep, s)
 	return s
 }
 
@@ -207,6 +214,7 @@ func (s *sock) Name() string { return socket.Name(s.ino) }
 func (s *sock) Release() {
 	s.wq.EventUnregister(&s.entry)
 	s.st.Remove(s)
+	socks.Delete(s.ep)
 	s.ep.Close()
 }
 

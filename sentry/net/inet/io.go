@@ -96,8 +96,17 @@ func (s *sock) Read(dst *vfs.IOSeq, _ int64) (int, error) {
 
 // SendMsg implements socket.Socket: a stream socket sends all of the
 // data unless non-blocking or interrupted (then what went), a datagram
-// one a message at a time.
+// one a message at a time. What a TCP socket sends to a peer in this
+// stack has reached it when SendMsg returns, as over Linux's loopback
+// (loopback.go).
 func (s *sock) SendMsg(t *kernel.Task, src *vfs.IOSeq, m *socket.SendMessage) (int, error) {
+	w := s.watchPeer()
+	n, err := s.send(t, src, m)
+	w.settle(s)
+	return n, err
+}
+
+func (s *sock) send(t *kernel.Task, src *vfs.IOSeq, m *socket.SendMessage) (int, error) {
 	if m.Flags&unix.MSG_OOB != 0 && s.typ != unix.SOCK_STREAM {
 		return 0, unix.EOPNOTSUPP
 	}
