@@ -69,7 +69,7 @@ func Shmat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	pages, size := seg.Pages()
 	o := mm.MMapOpts{Addr: addr, Length: uintptr(size), Prot: prot, MaxProt: maxProt, Shared: true, Pages: pages,
-		FileSize: int64(size), Name: seg.Name(), Tracker: seg}
+		Name: seg.Name(), Tracker: seg}
 	if addr != 0 {
 		// Without SHM_REMAP, an attach over another mapping is EINVAL.
 		o.Fixed, o.NoReplace = flags&linuxabi.SHM_REMAP != 0, flags&linuxabi.SHM_REMAP == 0

@@ -102,7 +102,7 @@ func fileMapping(f *vfs.File, root vfs.Path, o *mm.MMapOpts, off uint64) error {
 		o.MaxProt = platform.ProtRead | platform.ProtExec
 	}
 	if pf, ok := f.Impl().(mm.PagesFile); ok {
-		o.Pages, o.FileSize = pf.FilePages()
+		o.Pages = pf.FilePages()
 	}
 	if c, ok := f.Impl().(mm.Cacheable); ok && o.Pages == nil && (!o.Shared || o.MaxProt&platform.ProtWrite == 0) {
 		o.Cache = c.FileCache()

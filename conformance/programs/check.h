@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -297,6 +298,23 @@ static inline const char *check_wait_str(pid_t pid)
 /* CHECK_CHILD waits for a child and asserts how it ended, as
  * check_status_str words it: CHECK_CHILD(pid, "exited 0"). */
 #define CHECK_CHILD(pid, want) CHECK_STR(check_wait_str(pid), want)
+
+/* check_sigbus reports whether reading p in a child process (without a
+ * core dump) raises SIGBUS, as touching a file mapping's page past the
+ * file's end does. */
+static inline int check_sigbus(volatile char *p)
+{
+	pid_t pid = check_fork();
+
+	if (pid == 0) {
+		struct rlimit none = { 0, 0 };
+
+		setrlimit(RLIMIT_CORE, &none);
+		(void)*p;
+		_exit(0);
+	}
+	return !strcmp(check_wait_str(pid), "killed by SIGBUS");
+}
 
 /* check_now_ns is CLOCK_MONOTONIC in nanoseconds. */
 static inline long long check_now_ns(void)

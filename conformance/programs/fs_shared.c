@@ -21,7 +21,6 @@
 #include "check.h"
 
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 static char scratch[64];
@@ -99,21 +98,6 @@ static void test_shared_mappings(void)
 	close(fd);
 }
 
-/* bus reports whether reading p in a child process raises SIGBUS. */
-static int bus(volatile char *p)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		struct rlimit none = { 0, 0 };
-
-		setrlimit(RLIMIT_CORE, &none);
-		(void)*p;
-		_exit(0);
-	}
-	return !strcmp(check_wait_str(pid), "killed by SIGBUS");
-}
-
 static void test_mapping_grows(void)
 {
 	long page = sysconf(_SC_PAGESIZE);
@@ -126,24 +110,24 @@ static void test_mapping_grows(void)
 	CHECK(sh != MAP_FAILED && pv != MAP_FAILED);
 	if (sh == MAP_FAILED || pv == MAP_FAILED)
 		return;
-	CHECK_EQ(bus(sh + page), 1);
-	CHECK_EQ(bus(pv + page), 1);
+	CHECK_EQ(check_sigbus(sh + page), 1);
+	CHECK_EQ(check_sigbus(pv + page), 1);
 
 	/* ftruncate grows it to two pages: the second is there, as zeros,
 	 * in both mappings, and what the shared one writes is the file's. */
 	CHECK_OK(ftruncate(fd, 2 * page));
-	CHECK_EQ(bus(sh + page), 0);
+	CHECK_EQ(check_sigbus(sh + page), 0);
 	CHECK_EQ(sh[page], 0);
 	CHECK_EQ(pv[page + 1], 0);
 	sh[page] = 'x';
 	CHECK_EQ(pread(fd, buf, 1, page), 1);
 	CHECK_EQ(buf[0], 'x');
 	CHECK_EQ(pv[page], 'x');
-	CHECK_EQ(bus(sh + 2 * page), 1);
+	CHECK_EQ(check_sigbus(sh + 2 * page), 1);
 
 	/* A write past the end grows it into the third page. */
 	CHECK_EQ(pwrite(fd, "tail", 4, 2 * page + 8), 4);
-	CHECK_EQ(bus(sh + 2 * page), 0);
+	CHECK_EQ(check_sigbus(sh + 2 * page), 0);
 	CHECK_MEM(sh + 2 * page + 8, "tail", 4);
 	CHECK_MEM(pv + 2 * page + 8, "tail", 4);
 	munmap(sh, 3 * page);

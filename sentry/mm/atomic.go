@@ -37,8 +37,8 @@ func (m *MemoryManager) wordLocked(addr uintptr, write bool) (*uint32, error) {
 
 // LoadU32 reads the aligned word at addr atomically.
 func (m *MemoryManager) LoadU32(addr uintptr) (uint32, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+	unlock := m.lockFor([]Range{{addr, 4}}, false)
+	defer unlock()
 	w, err := m.wordLocked(addr, false)
 	if err != nil {
 		return 0, err
@@ -52,6 +52,7 @@ func (m *MemoryManager) LoadU32(addr uintptr) (uint32, error) {
 func (m *MemoryManager) UpdateU32(addr uintptr, fn func(old uint32) (uint32, bool)) (uint32, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.fillRangesLocked([]Range{{addr, 4}})
 	w, err := m.wordLocked(addr, true)
 	if err != nil {
 		return 0, err
@@ -69,8 +70,8 @@ func (m *MemoryManager) UpdateU32(addr uintptr, fn func(old uint32) (uint32, boo
 // offset if the mapping is shared (so that processes sharing it meet), or
 // this address space and the address otherwise.
 func (m *MemoryManager) FutexKey(addr uintptr, private bool) (FutexKey, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+	unlock := m.lockFor([]Range{{addr, 4}}, false)
+	defer unlock()
 	if addr%4 != 0 {
 		return FutexKey{}, unix.EINVAL
 	}

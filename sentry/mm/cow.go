@@ -150,9 +150,9 @@ const (
 	FaultBus                  // the page is past the end of its file: SIGBUS
 )
 
-// HandleFault serves a fault at addr for access: a write to a
-// copy-on-write page is copied and the guest goes on; other faults are
-// the guest's, and it gets a signal.
+// HandleFault serves a fault at addr for access: a page of a lazy
+// mapping is backed, a write to a copy-on-write page is copied, and the
+// guest goes on; other faults are the guest's, and it gets a signal.
 func (m *MemoryManager) HandleFault(addr uintptr, access platform.Prot) Fault {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -171,13 +171,19 @@ func (m *MemoryManager) HandleFault(addr uintptr, access platform.Prot) Fault {
 		return FaultSEGV
 	}
 	p, ok := m.pmas.lookup(addr)
+	if !ok && v.lazy() {
+		m.fillFaultLocked(v, addr)
+		if p, ok = m.pmas.lookup(addr); !ok {
+			return FaultBus // past the file's end, or no memory for it
+		}
+		if access&platform.ProtWrite == 0 || !p.cow {
+			return FaultHandled // mapped on the host as it was backed
+		}
+	}
 	if !ok {
 		return FaultSEGV
 	}
 	if p.pastEOF {
-		if m.fillGrownLocked(v, p, addr) {
-			return FaultHandled
-		}
 		return FaultBus
 	}
 	if access&platform.ProtWrite != 0 && p.cow {

@@ -473,6 +473,39 @@ func (p *FilePages) mapRange(off, length uint64) ([]fileRange, error) {
 	return out, nil
 }
 
+// residency sets out[i] to 1 where page i of the file's [off,
+// off+length) (page aligned) is in memory, leaving the rest: a hole is
+// in no memory, a spilled chunk is on disk. Its cost is in the smaller
+// of the range's chunks and the file's.
+func (p *FilePages) residency(off, length uint64, out []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	end := off + length
+	mark := func(idx int64, c *chunk) error {
+		lo, hi := max(off, uint64(idx)*ChunkSize), min(end, uint64(idx+1)*ChunkSize)
+		if lo >= hi {
+			return nil
+		}
+		return p.mf.Residency(c.off+lo%ChunkSize, hi-lo, out[(lo-off)/PageSize:])
+	}
+	if length/ChunkSize > uint64(len(p.chunks)) {
+		for idx, c := range p.chunks {
+			if err := mark(idx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for idx := int64(off / ChunkSize); uint64(idx)*ChunkSize < end; idx++ {
+		if c := p.chunks[idx]; c != nil {
+			if err := mark(idx, c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // PageRange is a range of a file's bytes, page aligned.
 type PageRange struct{ Off, Len int64 }
 
@@ -547,7 +580,7 @@ func (m *MemoryManager) MapsWritable(p *FilePages) bool {
 }
 
 // PagesFile is an open file that keeps its data in FilePages: its
-// mappings are made of those pages, up to the file's size.
+// mappings are made of those pages, up to the size the FilePages record.
 type PagesFile interface {
-	FilePages() (*FilePages, int64)
+	FilePages() *FilePages
 }

@@ -18,8 +18,8 @@ import (
 // protection. It returns how many bytes it copied, and EFAULT if it
 // stopped at an address that is not mapped (or past its file's end).
 func (m *MemoryManager) ForceCopyIn(addr uintptr, dst []byte) (int, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+	unlock := m.lockFor([]Range{{addr, len(dst)}}, false)
+	defer unlock()
 	done := 0
 	for done < len(dst) {
 		a := addr + uintptr(done)
@@ -52,6 +52,7 @@ func (m *MemoryManager) ForceCopyOut(addr uintptr, src []byte) (int, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.fillRangesLocked([]Range{{addr, len(src)}})
 	done := 0
 	for done < len(src) {
 		a := addr + uintptr(done)

@@ -15,8 +15,8 @@ type Range struct {
 // CopyIn copies guest memory at addr into dst. It returns how many bytes it
 // copied and EFAULT if it stopped at an unreadable address.
 func (m *MemoryManager) CopyIn(addr uintptr, dst []byte) (int, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+	unlock := m.lockFor([]Range{{addr, len(dst)}}, false)
+	defer unlock()
 	done := 0
 	err := m.forEachLocked(addr, len(dst), false, func(mem []byte) { done += copy(dst[done:], mem) })
 	return done, err
@@ -24,7 +24,7 @@ func (m *MemoryManager) CopyIn(addr uintptr, dst []byte) (int, error) {
 
 // CopyOut copies src into guest memory at addr, like CopyIn.
 func (m *MemoryManager) CopyOut(addr uintptr, src []byte) (int, error) {
-	unlock := m.lockForWrite([]Range{{addr, len(src)}})
+	unlock := m.lockFor([]Range{{addr, len(src)}}, true)
 	defer unlock()
 	done := 0
 	err := m.forEachLocked(addr, len(src), true, func(mem []byte) { done += copy(mem, src[done:]) })
@@ -33,49 +33,42 @@ func (m *MemoryManager) CopyOut(addr uintptr, src []byte) (int, error) {
 
 // ZeroOut zeroes n bytes of guest memory at addr.
 func (m *MemoryManager) ZeroOut(addr uintptr, n int) (int, error) {
-	unlock := m.lockForWrite([]Range{{addr, n}})
+	unlock := m.lockFor([]Range{{addr, n}}, true)
 	defer unlock()
 	done := 0
 	err := m.forEachLocked(addr, n, true, func(mem []byte) { clear(mem); done += len(mem) })
 	return done, err
 }
 
-// lockForWrite takes the lock for writing into ranges: the read lock,
-// unless some page there is copy-on-write, which must be copied first under
-// the write lock. It returns the unlock.
-func (m *MemoryManager) lockForWrite(ranges []Range) func() {
-	m.mu.RLock()
-	cow := false
+// cowLocked reports whether some page of ranges is copy-on-write.
+func (m *MemoryManager) cowLocked(ranges []Range) bool {
 	for _, r := range ranges {
 		pi, pj := m.pmas.span(r.Addr, r.Addr+uintptr(r.Len))
-		for k := pi; k < pj && !cow; k++ {
-			cow = m.pmas.s[k].cow
-		}
-	}
-	if !cow {
-		return m.mu.RUnlock
-	}
-	m.mu.RUnlock()
-	m.mu.Lock()
-	for _, r := range ranges {
-		end := r.Addr + uintptr(r.Len)
-		if end < r.Addr {
-			continue
-		}
-		// Only writable mappings: the copy for an unwritable one is refused
-		// below anyway.
-		hi, ok := pageRoundUp(end)
-		if !ok {
-			continue
-		}
-		vi, vj := m.vmas.span(r.Addr, end)
-		for _, v := range m.vmas.s[vi:vj] {
-			if v.prot&platform.ProtWrite != 0 {
-				m.breakCowLocked(max(v.start, pageRoundDown(r.Addr)), min(v.end, hi))
+		for k := pi; k < pj; k++ {
+			if m.pmas.s[k].cow {
+				return true
 			}
 		}
 	}
-	return m.mu.Unlock
+	return false
+}
+
+// breakCowRangesLocked copies the copy-on-write pages of ranges, in
+// writable mappings only: the copy for an unwritable one is refused when
+// the write is tried anyway.
+func (m *MemoryManager) breakCowRangesLocked(ranges []Range) {
+	for _, r := range ranges {
+		lo, hi, ok := pageSpan(r)
+		if !ok {
+			continue
+		}
+		vi, vj := m.vmas.span(lo, hi)
+		for _, v := range m.vmas.s[vi:vj] {
+			if v.prot&platform.ProtWrite != 0 {
+				m.breakCowLocked(max(v.start, lo), min(v.end, hi))
+			}
+		}
+	}
 }
 
 // WithSlices calls fn with the sentry's views of the guest buffers in
@@ -84,13 +77,7 @@ func (m *MemoryManager) lockForWrite(ranges []Range) func() {
 // only a prefix is accessible, fn gets that prefix; if none is, WithSlices
 // returns EFAULT.
 func (m *MemoryManager) WithSlices(ranges []Range, write bool, fn func(bufs [][]byte) (int, error)) (int, error) {
-	var unlock func()
-	if write {
-		unlock = m.lockForWrite(ranges)
-	} else {
-		m.mu.RLock()
-		unlock = m.mu.RUnlock
-	}
+	unlock := m.lockFor(ranges, write)
 	defer unlock()
 	var bufs [][]byte
 	for _, r := range ranges {
@@ -112,8 +99,8 @@ func (m *MemoryManager) WithSlices(ranges []Range, write bool, fn func(bufs [][]
 // CopyInString reads a NUL-terminated string of at most max bytes (without
 // the NUL). It returns ENAMETOOLONG if no NUL comes within max bytes.
 func (m *MemoryManager) CopyInString(addr uintptr, max int) (string, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+	unlock := m.lockFor([]Range{{addr, max}}, false)
+	defer unlock()
 	var out []byte
 	for len(out) < max {
 		p, ok := m.pmas.lookup(addr)
@@ -136,7 +123,7 @@ func (m *MemoryManager) CopyInString(addr uintptr, max int) (string, error) {
 
 // forEachLocked walks the memory-file views of [addr, addr+n). It stops
 // with EFAULT at the first address that is unmapped or lacks the access.
-// Writing into a copy-on-write page is the caller's to prevent (lockForWrite).
+// Writing into a copy-on-write page is the caller's to prevent (lockFor).
 func (m *MemoryManager) forEachLocked(addr uintptr, n int, write bool, fn func(mem []byte)) error {
 	for left := uintptr(n); left > 0; {
 		v, ok := m.vmas.lookup(addr)
@@ -176,7 +163,8 @@ func (m *MemoryManager) IsMappedRange(addr, length uintptr) bool {
 }
 
 // Residency reports, one byte per page of [addr, addr+length), whether the
-// page's memory exists (the guest or a file filled it), as mincore(2) does.
+// page's memory exists (the guest or a file filled it), as mincore(2) does:
+// for a lazy mapping's page not backed yet, whether the file's page is.
 func (m *MemoryManager) Residency(addr, length uintptr) ([]byte, error) {
 	end, ok := pageRoundUp(addr + length)
 	if !ok {
@@ -191,6 +179,15 @@ func (m *MemoryManager) Residency(addr, length uintptr) ([]byte, error) {
 		return nil, unix.ENOMEM
 	}
 	out := make([]byte, (end-addr)/PageSize)
+	vi, vj := m.vmas.span(addr, end)
+	for k := vi; k < vj; k++ {
+		if v := &m.vmas.s[k]; v.lazy() {
+			lo, hi := max(v.start, addr), min(v.end, end)
+			if err := v.pages.residency(v.fileOff+uint64(lo-v.start), uint64(hi-lo), out[(lo-addr)/PageSize:]); err != nil {
+				return nil, err
+			}
+		}
+	}
 	pi, pj := m.pmas.span(addr, end)
 	for _, p := range m.pmas.s[pi:pj] {
 		lo, hi := max(p.start, addr), min(p.end, end)
@@ -201,23 +198,38 @@ func (m *MemoryManager) Residency(addr, length uintptr) ([]byte, error) {
 	return out, nil
 }
 
+// residencyStep bounds how many pages ResidentSize asks the host about
+// at once, for a buffer of its own size.
+const residencyStep = 1024
+
 // ResidentBytes is how much of the address space's memory exists now (its
-// resident set).
-func (m *MemoryManager) ResidentBytes() uint64 {
-	m.mu.RLock()
-	var spans [][2]uintptr
-	for _, v := range m.vmas.s {
-		spans = append(spans, [2]uintptr{v.start, v.length()})
+// resident set): the pages it maps that the host holds.
+func (m *MemoryManager) ResidentBytes() uint64 { return m.ResidentSize(0, m.maxAddr) }
+
+// ResidentSize is how many bytes of [addr, addr+length) this address
+// space maps to memory that exists, as a mapping's Rss in
+// /proc/<pid>/smaps counts them. Its cost is in the pages backed, not in
+// the length.
+func (m *MemoryManager) ResidentSize(addr, length uintptr) uint64 {
+	end := addr + length
+	if end < addr {
+		end = ^uintptr(0)
 	}
-	m.mu.RUnlock()
+	var buf [residencyStep]byte
 	var total uint64
-	for _, s := range spans {
-		res, err := m.Residency(s[0], s[1])
-		if err != nil {
-			continue // unmapped meanwhile
-		}
-		for _, r := range res {
-			total += uint64(r) * PageSize
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	pi, pj := m.pmas.span(addr, end)
+	for _, p := range m.pmas.s[pi:pj] {
+		for lo, hi := max(p.start, addr), min(p.end, end); lo < hi; {
+			n := min(hi-lo, residencyStep*PageSize)
+			if m.mf.Residency(p.off+uint64(lo-p.start), uint64(n), buf[:]) != nil {
+				break
+			}
+			for _, r := range buf[:n/PageSize] {
+				total += uint64(r) * PageSize
+			}
+			lo += n
 		}
 	}
 	return total
@@ -236,6 +248,7 @@ func (m *MemoryManager) ZeroPrivileged(addr uintptr, n int) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.fillRangesLocked([]Range{{addr, n}})
 	if err := m.breakCowLocked(pageRoundDown(addr), hi); err != nil {
 		return err
 	}

@@ -1,10 +1,12 @@
 // Package mm is a guest process's memory: its mappings (vmas), where their
 // pages are in the memory file (pmas), and copying between guest addresses
 // and the sentry. Every page of a mapping is backed from the moment it is
-// mapped (the host allocates memory-file pages only when touched) and the
-// platform address space mirrors the mappings, so the guest takes no fault
-// the sentry must serve except one: writing a page shared copy-on-write,
-// after a fork or from a file's page cache, which the sentry copies then.
+// mapped (the host allocates memory-file pages only when touched), but for
+// the large mappings of files that keep their pages in the memory file,
+// which are backed as they are touched (lazy.go); the platform address
+// space mirrors the pmas, so the guest takes no fault the sentry must serve
+// but on those and on writing a page shared copy-on-write, after a fork or
+// from a file's page cache, which the sentry copies then.
 // The sentry reads and writes guest memory through its own view of the
 // memory file, never through the guest's.
 //

@@ -23,11 +23,10 @@ type MMapOpts struct {
 	Cache     *FileCache    // File's page cache, when it has one
 	// Pages are the file's own pages, for a file that keeps its data in
 	// the memory file: the mapping is made of them (copy-on-write if
-	// private), with FileSize telling where the file ends.
-	Pages    *FilePages
-	FileSize int64
-	Offset   uint64 // file offset, page aligned
-	Name     string // for /proc/<pid>/maps
+	// private), as far as their Size, and backed lazily (lazy.go).
+	Pages  *FilePages
+	Offset uint64 // file offset, page aligned
+	Name   string // for /proc/<pid>/maps
 	// Tracker, if set, is told of every mapping made of it and of every
 	// one that goes (shm.go).
 	Tracker Tracker
@@ -87,14 +86,23 @@ func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 		return 0, unix.ENOMEM
 	}
 	v := vma{start: addr, end: addr + length, prot: o.Prot, maxProt: o.MaxProt, shared: o.Shared, name: o.Name,
-		file: o.File, cache: o.Cache, pages: o.Pages, fileSize: o.FileSize, fileOff: o.Offset, locked: m.lockFuture,
+		file: o.File, cache: o.Cache, pages: o.Pages, fileOff: o.Offset, locked: m.lockFuture,
 		growsDown: o.GrowsDown, tracker: o.Tracker}
-	pmas, err := m.backLocked(&v, v.start, v.end)
+	backEnd := v.end
+	if v.lazy() {
+		backEnd = min(v.end, v.start+eagerBacking)
+	}
+	pmas, err := m.backLocked(&v, v.start, backEnd)
 	if err != nil {
 		return 0, err
 	}
-	// A fixed mapping replaces the old one on the host in the same step.
-	m.removeLocked(addr, addr+length, false)
+	// A fixed mapping replaces the old one on the host in the same step,
+	// where the new one has pages yet.
+	backed := uintptr(0)
+	for _, p := range pmas {
+		backed += p.length()
+	}
+	m.removeLocked(addr, addr+length, backed < length)
 	m.vmas.insert(v)
 	m.insertPmasLocked(&v, pmas)
 	track([]vma{v}, 1)
@@ -102,13 +110,14 @@ func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 }
 
 // backLocked makes the pages for [lo, hi) of v: fresh zero pages, pages of
-// the file's cache (shared, copy-on-write for a private mapping) or pages
-// holding a copy of the file. Pages wholly past the end of the file are
-// marked so that touching them raises SIGBUS.
+// the file's cache or the file's own (shared, copy-on-write for a private
+// mapping) or pages holding a copy of the file. Pages wholly past the end
+// of the file are marked so that touching them raises SIGBUS, but for
+// the file's own, which are left unbacked.
 func (m *MemoryManager) backLocked(v *vma, lo, hi uintptr) ([]pma, error) {
 	fileOff := v.fileOff + uint64(lo-v.start)
 	if v.pages != nil {
-		return m.filePagesLocked(v, lo, hi, fileOff)
+		return m.filePagesLocked(v, lo, hi)
 	}
 	var out []pma
 	if v.cache != nil {
@@ -175,59 +184,25 @@ func (m *MemoryManager) backLocked(v *vma, lo, hi uintptr) ([]pma, error) {
 }
 
 // filePagesLocked backs [lo, hi) of v with the file's own pages, shared
-// (or copy-on-write for a private mapping); pages wholly past the end of
-// the file raise SIGBUS.
-func (m *MemoryManager) filePagesLocked(v *vma, lo, hi uintptr, fileOff uint64) ([]pma, error) {
-	size, _ := pageRoundUp(uintptr(v.fileSize))
-	inFile := uintptr(0)
-	if fileOff < uint64(size) {
-		inFile = min(hi-lo, size-uintptr(fileOff))
+// (or copy-on-write for a private mapping), as far as the file now
+// reaches: a mapping sees its file grow, and pages past the end stay
+// unbacked, so that touching them raises SIGBUS.
+func (m *MemoryManager) filePagesLocked(v *vma, lo, hi uintptr) ([]pma, error) {
+	fileOff := v.fileOff + uint64(lo-v.start)
+	size := (uint64(v.pages.Size()) + PageSize - 1) &^ (PageSize - 1)
+	if fileOff >= size {
+		return nil, nil
 	}
-	var out []pma
-	if inFile > 0 {
-		runs, err := v.pages.mapRange(fileOff, uint64(inFile))
-		if err != nil {
-			return nil, unix.ENOMEM
-		}
-		for _, r := range runs {
-			out = append(out, pma{start: lo, end: lo + uintptr(r.len), off: r.off, cow: !v.shared})
-			lo += uintptr(r.len)
-		}
-	}
-	if lo == hi {
-		return out, nil
-	}
-	rest, err := m.zeroPagesLocked(lo, hi, true)
+	runs, err := v.pages.mapRange(fileOff, min(uint64(hi-lo), size-fileOff))
 	if err != nil {
-		m.dropPmas(out)
-		return nil, err
+		return nil, unix.ENOMEM
 	}
-	return append(out, rest...), nil
-}
-
-// fillGrownLocked backs the pages of p, past the end of v's file when they
-// were mapped, with the file's own pages as far as the file has grown
-// since, as a mapping sees its file grow on Linux; it reports whether
-// addr's page is now one of them.
-func (m *MemoryManager) fillGrownLocked(v *vma, p *pma, addr uintptr) bool {
-	if v.pages == nil {
-		return false
+	out := make([]pma, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, pma{start: lo, end: lo + uintptr(r.len), off: r.off, cow: !v.shared})
+		lo += uintptr(r.len)
 	}
-	size, _ := pageRoundUp(uintptr(v.pages.Size()))
-	if v.fileOff+uint64(pageRoundDown(addr)-v.start) >= uint64(size) {
-		return false
-	}
-	lo, hi := p.start, min(p.end, v.start+uintptr(uint64(size)-v.fileOff))
-	v.fileSize = max(v.fileSize, v.pages.Size())
-	ps, err := m.filePagesLocked(v, lo, hi, v.fileOff+uint64(lo-v.start))
-	if err != nil {
-		return false
-	}
-	i, j := m.pmas.isolate(lo, hi)
-	m.dropPmas(m.pmas.s[i:j])
-	m.pmas.remove(i, j)
-	m.insertPmasLocked(v, ps)
-	return true
+	return out, nil
 }
 
 // zeroPagesLocked returns fresh zero pages for [lo, hi).
@@ -595,6 +570,13 @@ func (m *MemoryManager) DontNeed(addr, length uintptr) error {
 			continue
 		}
 		if m.zeroInPlaceLocked(&v) {
+			continue
+		}
+		if v.lazy() {
+			// Backed again from the file when next touched.
+			pi, pj := m.pmas.isolate(v.start, v.end)
+			m.dropMappedLocked(m.pmas.s[pi:pj], v.start, v.end, true)
+			m.pmas.remove(pi, pj)
 			continue
 		}
 		ps, err := m.backLocked(&v, v.start, v.end)

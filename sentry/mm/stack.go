@@ -37,7 +37,7 @@ func (m *MemoryManager) growStackLocked(addr uintptr) bool {
 	}
 	ext := v
 	ext.start, ext.end = lo, v.start
-	ext.file, ext.cache = nil, nil
+	ext.file, ext.cache, ext.pages = nil, nil, nil // fresh zero pages
 	ps, err := m.backLocked(&ext, lo, v.start)
 	if err != nil {
 		return false

@@ -15,7 +15,6 @@ type vma struct {
 	file       FileSource    // the file the pages came from, nil for anonymous memory
 	cache      *FileCache    // the file's page cache, if its pages are shared through one
 	pages      *FilePages    // the file's own pages, if it keeps its data in the memory file
-	fileSize   int64         // the file's size when mapped, with pages
 	fileOff    uint64        // file offset of start
 	tracker    Tracker       // counts the mappings of what it maps (shm.go), or nil
 }

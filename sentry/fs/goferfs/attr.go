@@ -136,7 +136,7 @@ func (f *writableFile) Write(src *vfs.IOSeq, off int64) (int, error) {
 }
 
 // FilePages implements mm.PagesFile: mappings share the cache.
-func (f *writableFile) FilePages() (*mm.FilePages, int64) {
+func (f *writableFile) FilePages() *mm.FilePages {
 	return f.i.filePages(f.Regular, f.writable)
 }
 

@@ -68,14 +68,14 @@ func (b *hostBacking) WriteBack(p []byte, off int64) error {
 }
 
 // filePages returns the inode's cache, made if there is none, for a
-// mapping through the open host file f, and the file's size.
-func (i *inode) filePages(f *host.Regular, writable bool) (*mm.FilePages, int64) {
+// mapping through the open host file f, with the file's size recorded.
+func (i *inode) filePages(f *host.Regular, writable bool) *mm.FilePages {
 	if i.fs.readonly {
-		return nil, 0 // the image's pages are cached otherwise (FileCache)
+		return nil // the image's pages are cached otherwise (FileCache)
 	}
 	st, err := i.Stat()
 	if err != nil {
-		return nil, 0
+		return nil
 	}
 	i.cacheMu.Lock()
 	defer i.cacheMu.Unlock()
@@ -87,17 +87,17 @@ func (i *inode) filePages(f *host.Regular, writable bool) (*mm.FilePages, int64)
 			}
 		}
 		c.SetSize(st.Size)
-		return c, st.Size
+		return c
 	}
 	fd, err := dupFD(f.FD())
 	if err != nil {
-		return nil, 0
+		return nil
 	}
 	i.backing = &hostBacking{i: i, fd: fd, writable: writable}
 	c := mm.NewCachePages(i.fs.mf, i.backing)
 	c.SetSize(st.Size)
 	i.pages.Store(c)
-	return c, st.Size
+	return c
 }
 
 func dupFD(fd int) (int, error) {

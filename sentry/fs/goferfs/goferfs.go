@@ -351,7 +351,7 @@ func (f *sharedFile) Read(dst *vfs.IOSeq, off int64) (int, error) {
 }
 
 // FilePages implements mm.PagesFile for a file of a writable tree.
-func (f *sharedFile) FilePages() (*mm.FilePages, int64) { return f.i.filePages(f.Regular, false) }
+func (f *sharedFile) FilePages() *mm.FilePages { return f.i.filePages(f.Regular, false) }
 
 // dirFile is an open directory: listing goes through the inode, and vfs
 // answers reads with EISDIR.

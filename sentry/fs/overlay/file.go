@@ -131,11 +131,11 @@ func (f *file) FileCache() *mm.FileCache {
 
 // FilePages implements mm.PagesFile for a file whose layer keeps its data
 // in the memory file (an upper tmpfs file): its mappings are its pages.
-func (f *file) FilePages() (*mm.FilePages, int64) {
+func (f *file) FilePages() *mm.FilePages {
 	if pf, ok := f.current().(mm.PagesFile); ok {
 		return pf.FilePages()
 	}
-	return nil, 0
+	return nil
 }
 
 // Allocate implements vfs.Allocator.

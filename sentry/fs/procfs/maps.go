@@ -6,7 +6,6 @@ import (
 
 	"github.com/moat-sandbox/moat/platform"
 	"github.com/moat-sandbox/moat/sentry/kernel"
-	"github.com/moat-sandbox/moat/sentry/mm"
 )
 
 // mapsLine is a line of /proc/<pid>/maps as Linux's show_map_vma prints
@@ -54,16 +53,7 @@ func smapsRollup(t *kernel.Task) ([]byte, error) {
 	}
 	var anon, file, shmem, kernelPages uint64
 	for _, m := range ms {
-		res, err := t.MM().Residency(m.Start, m.End-m.Start)
-		if err != nil {
-			continue
-		}
-		var n uint64
-		for _, r := range res {
-			if r&1 != 0 {
-				n += mm.PageSize
-			}
-		}
+		n := t.MM().ResidentSize(m.Start, m.End-m.Start)
 		switch {
 		case m.Name == "[vdso]" || m.Name == "[vvar]" || m.Name == "[vsyscall]":
 			kernelPages += n

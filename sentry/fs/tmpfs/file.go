@@ -205,11 +205,7 @@ func (f *file) Allocate(c vfs.Context, off, length int64) error {
 
 // FilePages implements mm.PagesFile: mappings of the file are made of its
 // pages.
-func (f *file) FilePages() (*mm.FilePages, int64) {
-	f.n.mu.Lock()
-	defer f.n.mu.Unlock()
-	return f.n.data, f.n.size
-}
+func (f *file) FilePages() *mm.FilePages { return f.n.data }
 
 // Stat implements vfs.FileImpl.
 func (f *file) Stat() (vfs.Stat, error) { return f.n.Stat() }

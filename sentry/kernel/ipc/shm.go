@@ -55,6 +55,7 @@ func (ns *Namespace) Shmget(c *Caller, key int32, size uint64, flags int) (int32
 		}
 		s := &Shm{ns: ns, perm: newPerm(c, key, flags), size: size, pages: mm.NewFilePages(ns.mf, nil),
 			cpid: c.PID, ctime: ns.seconds()}
+		s.pages.SetSize(int64(size)) // mappings reach as far as this
 		if err := ns.shms.add(s, l.ShmMNI); err != nil {
 			s.pages.Release()
 			return nil, err
