@@ -200,10 +200,20 @@ func Mincore(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if addr+length < addr || length > 1<<40 {
 		return 0, unix.ENOMEM
 	}
-	res, err := t.MM().Residency(addr, length)
-	if err != nil {
-		return 0, err
+	// A step at a time: a terabyte's vector is 256 MiB, which the sentry
+	// need not hold at once (a lazily backed mapping may be that large).
+	for done := uintptr(0); done < length; done += mincoreStep {
+		res, err := t.MM().Residency(addr+done, min(length-done, mincoreStep))
+		if err != nil {
+			return 0, err
+		}
+		if _, err := t.CopyOut(vec+done/mm.PageSize, res); err != nil {
+			return 0, err
+		}
 	}
-	_, err = t.CopyOut(vec, res)
-	return 0, err
+	return 0, nil
 }
+
+// mincoreStep is how much address space Mincore reports on at once: a
+// 64 KiB vector.
+const mincoreStep = (1 << 16) * mm.PageSize

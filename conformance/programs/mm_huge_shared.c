@@ -8,10 +8,11 @@
  * what pread reads there, and pwrite there is what the mapping reads; the
  * untouched pages read as zeros; a forked child writes through the shared
  * mapping and the parent sees it; mincore tells a page pwrite filled from
- * one never touched; VmRSS stays far below the mapping's size; after
- * ftruncate shrinks the file to 1 GiB, an untouched page past the new end
- * raises SIGBUS while one below it still reads; munmap succeeds and the
- * range is unmapped (mincore ENOMEM).
+ * one never touched, over two pages and over the whole mapping; VmRSS
+ * stays far below the mapping's size; after ftruncate shrinks the file to
+ * 1 GiB, an untouched page past the new end raises SIGBUS while one below
+ * it still reads; munmap succeeds and the range is unmapped (mincore
+ * ENOMEM).
  */
 // covers: memfd_create ftruncate mmap munmap mincore pread64 pwrite64
 #include "check.h"
@@ -68,6 +69,18 @@ int main(int argc, char **argv)
 
 	long rss_kb = atol(proc_status("VmRSS"));
 	CHECK(rss_kb > 0 && rss_kb < 256 * 1024);
+
+	/* mincore of all of it: a byte a page, 64 MiB. */
+	unsigned char *all = mmap(NULL, HUGE / page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(all != MAP_FAILED);
+	if (all != MAP_FAILED) {
+		CHECK_OK(mincore(m, HUGE, all));
+		CHECK_EQ(all[0] & 1, 1);
+		CHECK_EQ(all[HUGE / page / 3] & 1, 0);
+		CHECK_EQ(all[HUGE / page - 3] & 1, 1);
+		CHECK_EQ(all[HUGE / page - 1] & 1, 1);
+		CHECK_OK(munmap(all, HUGE / page));
+	}
 
 	CHECK_OK(ftruncate(fd, 1L << 30));
 	CHECK_EQ(check_sigbus(m + (2L << 30)), 1);
