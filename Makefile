@@ -19,6 +19,8 @@
 #                 docs/conformance.md from the conformance reports
 #   make suite-python
 #                 CPython's regression tests in runc and in moat; writes docs/suites.md
+#   make suite-go
+#                 the Go standard library's tests in runc and in moat; writes docs/suites.md
 #                 (as root; long, so not part of make test)
 
 GO ?= go
@@ -190,8 +192,20 @@ rootfs-debian:
 # libpython3.11-testsuite, built once into $(BUILD)/rootfs-debian.
 .PHONY: suite-python
 suite-python: deps build
-	$(BIN)/moat-suite run --runtime runc --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite
-	$(BIN)/moat-suite run --runtime $(abspath $(BIN)/moat) --name moat --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite
+	$(BIN)/moat-suite run --suite python --runtime runc --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite
+	$(BIN)/moat-suite run --suite python --runtime $(abspath $(BIN)/moat) --name moat --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite
+	$(BIN)/moat-suite report --results $(BUILD)/suite --out docs/suites.md runc moat
+
+# suite-go runs the Go standard library's own tests (cmd/moat-suite: the
+# packages, each one's test binary built by the go command on PATH, run
+# -test.short in its directory of GOROOT/src) in runc and in moat on the
+# suites' rootfs, and writes docs/suites.md, keeping its CPython section
+# when build/suite holds no CPython results. A few minutes per runtime,
+# so not part of make test.
+.PHONY: suite-go
+suite-go: deps build
+	$(BIN)/moat-suite run --suite go --runtime runc --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite
+	$(BIN)/moat-suite run --suite go --runtime $(abspath $(BIN)/moat) --name moat --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite
 	$(BIN)/moat-suite report --results $(BUILD)/suite --out docs/suites.md runc moat
 
 docs:

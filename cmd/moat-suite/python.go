@@ -2,20 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-
-	"github.com/moat-sandbox/moat/internal/ocirun"
 )
-
-// suitePackages are what the suite's rootfs adds to the Debian one:
-// CPython's regression tests, Lib/test of the python3.11 that rootfs holds,
-// and netbase's /etc/services and /etc/protocols, which test_socket's
-// getservbyname and getprotobyname checks read (debootstrap's minbase has
-// neither: they failed under every runtime).
-var suitePackages = []string{"libpython3.11-testsuite", "netbase"}
 
 // pythonModules are the regression test modules the suite runs: those that
 // exercise what agents' code asks of a kernel (files, directories,
@@ -53,53 +46,39 @@ var pythonModules = []string{
 	"test_tracemalloc", "test_gc", "test_venv",
 }
 
+// pythonSuite is CPython's regression tests, Debian's build of them in
+// the suite rootfs: regrtest runs the modules two at a time.
+var pythonSuite = &suite{
+	name: "python", title: "CPython's regression tests", unit: "module", units: pythonModules,
+	perTest: 5 * time.Minute, limit: 35 * time.Minute,
+	command: regrtestArgs,
+	spec: func(spec *specs.Spec) {
+		// Lib/test is read-only: no test may leave bytecode in it.
+		spec.Process.Env = append(spec.Process.Env, "PYTHONDONTWRITEBYTECODE=1")
+	},
+	parse:   parseRegrtest,
+	about:   aboutPython,
+	columns: []Status{Passed, Skipped, Failed, EnvChanged, TimedOut, Crashed, NotRun},
+}
+
+// regrtestJobs is how many worker processes regrtest runs the modules in:
+// the machine's two cores.
+const regrtestJobs = 2
+
 // regrtestArgs is the command line of one run: python's regrtest on
-// modules, jobs worker processes, each test module killed after
+// modules, regrtestJobs worker processes, each test module killed after
 // perTest, extra flags before the modules. By default -v is not given: a
 // line per module is what is parsed.
-func regrtestArgs(modules []string, jobs int, perTest time.Duration, extra ...string) []string {
-	args := []string{"python3", "-m", "test", "-j", strconv.Itoa(jobs),
+func regrtestArgs(modules []string, perTest time.Duration, extra []string) []string {
+	args := []string{"python3", "-m", "test", "-j", strconv.Itoa(regrtestJobs),
 		"--timeout", strconv.Itoa(int(perTest.Seconds()))}
 	args = append(args, extra...)
 	return append(args, modules...)
 }
 
-// suiteSpec is the container of a run: the suite's rootfs read-only, a
-// writable /tmp where regrtest makes its working directories, /dev/shm for
-// the POSIX semaphores and shared memory the tests make, root in fresh
-// namespaces whose network holds only loopback (ocirun.Namespaces): no
-// test can reach out. hosts is bind-mounted at /etc/hosts, as container
-// engines mount theirs: debootstrap leaves none, and without one
-// "localhost", which the socket tests bind to, does not resolve.
-func suiteSpec(rootfs, hosts string, args []string) *specs.Spec {
-	spec := ocirun.Spec(args, []string{
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME=/root", "LANG=C.UTF-8",
-		// Lib/test is read-only: no test may leave bytecode in it.
-		"PYTHONDONTWRITEBYTECODE=1",
-	}, "moat-suite")
-	spec.Root.Path = rootfs
-	spec.Process.Cwd = "/tmp"
-	spec.Mounts = []specs.Mount{
-		ocirun.Proc(),
-		ocirun.Tmpfs("/dev", "nosuid", "mode=755", "size=1m"),
-		ocirun.Devpts(),
-		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "nodev", "mode=1777", "size=64m"}},
-		ocirun.Tmpfs("/tmp", "nosuid", "nodev", "mode=1777", "size=1g"),
-		{Destination: "/etc/hosts", Type: "bind", Source: hosts, Options: []string{"bind", "ro"}},
-	}
-	return spec
-}
-
-// hostsFile is the /etc/hosts of the container, as Docker writes one:
-// loopback's names, and the hostname on loopback too.
-const hostsFile = `127.0.0.1	localhost
-::1	localhost ip6-localhost ip6-loopback
-127.0.1.1	moat-suite
-`
-
-// containerID is the id of one run; the pid keeps two runs of the tool
-// apart, since runc names its cgroups, which are machine-wide, by id.
-func containerID(runtime string, pid int) string {
-	return fmt.Sprintf("moat-suite-python-%s-%d", runtime, pid)
+func aboutPython(w io.Writer, ref *Run) {
+	fmt.Fprintf(w, "Debian's libpython3.11-testsuite in the integration tests' Debian rootfs, one container per\n")
+	fmt.Fprintf(w, "runtime on the same bundle, network namespace with loopback only, no regrtest resources\n")
+	fmt.Fprintf(w, "enabled (tests that want the network, a display or much CPU skip), as root.\n")
+	fmt.Fprintf(w, "Command: `%s`.\n\n", strings.Join(shortArgs(ref.Args, "test_"), " "))
 }

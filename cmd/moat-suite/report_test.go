@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestReportListsModulesGoodInTheReferenceAndNotElsewhereFirst(t *testing.T) {
@@ -15,7 +16,7 @@ func TestReportListsModulesGoodInTheReferenceAndNotElsewhereFirst(t *testing.T) 
 		"test_time": {Status: Passed},
 	}}
 	var b strings.Builder
-	writeReport(&b, []*Run{runc, moat})
+	writeReport(&b, map[*suite][]*Run{pythonSuite: {runc, moat}}, nil)
 	out := b.String()
 	// The section ends where the next begins.
 	section, _, _ := strings.Cut(out[strings.Index(out, "### Good in runc"):], "\n### ")
@@ -34,5 +35,47 @@ func TestReportListsModulesGoodInTheReferenceAndNotElsewhereFirst(t *testing.T) 
 	}
 	if !strings.Contains(out, "| moat |  | 4 | 1 | 0 | 2 | 0 | 1 | 0 | 0 |") {
 		t.Errorf("moat's totals are wrong:\n%s", out)
+	}
+}
+
+func TestReportKeepsTheSectionOfASuiteWithoutResults(t *testing.T) {
+	old := "# Suites written elsewhere\n\nGenerated.\n\n## CPython's regression tests\n\nold python table\n\n### Every module\n\n| test_os | passed |\n"
+	runc := &Run{Runtime: "runc", Args: goTestScript([]string{"os"}, time.Minute, nil),
+		Modules: map[string]Result{"os": {Status: Passed, Detail: "passed (3 tests, 0 skipped)"}}}
+	var b strings.Builder
+	writeReport(&b, map[*suite][]*Run{goSuite: {runc}}, sections(old))
+	out := b.String()
+	python, goPart, ok := strings.Cut(out, "## The Go standard library's tests")
+	if !ok {
+		t.Fatalf("no Go section:\n%s", out)
+	}
+	if !strings.Contains(python, "## CPython's regression tests\n\nold python table\n\n### Every module\n\n| test_os | passed |\n") {
+		t.Errorf("the CPython section, which has no results here, is not the page's:\n%s", out)
+	}
+	if !strings.Contains(goPart, "| os | passed (3 tests, 0 skipped) |") || !strings.Contains(goPart, "-test.timeout=60s") {
+		t.Errorf("the Go section lacks its package or its command:\n%s", goPart)
+	}
+}
+
+func TestReportNamesTheTestsThatFailedInTheOtherRuntimeAlone(t *testing.T) {
+	runc := &Run{Runtime: "runc", Modules: map[string]Result{
+		"net":  {Status: Failed, Detail: "failed (1 of 9 tests)", Failing: []string{"TestA"}},
+		"time": {Status: Passed},
+	}}
+	moat := &Run{Runtime: "moat", Modules: map[string]Result{
+		"net":  {Status: Failed, Detail: "failed (2 of 9 tests)", Failing: []string{"TestA", "TestB/sub"}},
+		"time": {Status: Failed, Detail: "failed (1 of 4 tests)", Failing: []string{"TestSleep"}},
+	}}
+	var b strings.Builder
+	writeReport(&b, map[*suite][]*Run{goSuite: {runc, moat}}, nil)
+	out := b.String()
+	for _, want := range []string{
+		"| package | runc | moat | failing in moat alone |",
+		"| time | passed | failed (1 of 4 tests) | TestSleep |",
+		"| net | failed (1 of 9 tests) | failed (2 of 9 tests) | TestB/sub |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
 	}
 }

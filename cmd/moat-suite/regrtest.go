@@ -7,27 +7,6 @@ import (
 	"strings"
 )
 
-// Status is how one test module ended in a run.
-type Status string
-
-// The statuses regrtest reports, in its words, plus NotRun for a module
-// the run never reported (the whole run was stopped, or the runtime
-// failed first).
-const (
-	Passed     Status = "passed"
-	Failed     Status = "failed"
-	EnvChanged Status = "env changed" // passed, but left threads, files or signal handlers behind
-	Skipped    Status = "skipped"
-	TimedOut   Status = "timed out"
-	Crashed    Status = "crashed"
-	NoTests    Status = "no tests"
-	NotRun     Status = "not run"
-)
-
-// Good says whether a module ended as it should: it passed, or it skipped
-// because it does not apply here.
-func (s Status) Good() bool { return s == Passed || s == Skipped || s == NoTests }
-
 // progressLine is regrtest's line for a finished module, as its worker
 // processes print it: "0:00:01 load avg: 0.52 [ 3/80/1] test_os failed (2 errors)".
 // The elapsed time and load average are optional; the third number counts
@@ -38,12 +17,6 @@ func (s Status) Good() bool { return s == Passed || s == Skipped || s == NoTests
 var duration = regexp.MustCompile(` \((?:\d+ hour )?(?:\d+ min)? ?(?:[\d.]+ sec)?\)$`)
 
 var progressLine = regexp.MustCompile(`^(?:\d+:\d\d:\d\d )?(?:load avg: [\d.]+ )?\[\s*\d+/\d+(?:/\d+)?\] (test_[\w.]+) (.*)$`)
-
-// Result is one module's outcome: its status and regrtest's words for it.
-type Result struct {
-	Status Status `json:"status"`
-	Detail string `json:"detail,omitempty"`
-}
 
 // parseRegrtest reads regrtest's output and returns the outcome of each
 // module it reported. A module reported twice (a re-run) keeps its last.
