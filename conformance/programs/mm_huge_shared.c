@@ -12,9 +12,9 @@
  * stays far below the mapping's size; after ftruncate shrinks the file to
  * 1 GiB, an untouched page past the new end raises SIGBUS while one below
  * it still reads; munmap succeeds and the range is unmapped (mincore
- * ENOMEM).
+ * ENOMEM); mremap grows a one-page mapping of the file to 1 GiB of it.
  */
-// covers: memfd_create ftruncate mmap munmap mincore pread64 pwrite64
+// covers: memfd_create ftruncate mmap munmap mremap mincore pread64 pwrite64
 #include "check.h"
 
 #include <sys/mman.h>
@@ -89,6 +89,24 @@ int main(int argc, char **argv)
 
 	CHECK_OK(munmap(m, HUGE));
 	CHECK_ERR(mincore(m, page, vec), ENOMEM);
+
+	/* mremap grows a mapping of the file on into the file, moved or in
+	 * place. */
+	char *s = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(s != MAP_FAILED);
+	if (s != MAP_FAILED) {
+		CHECK_EQ(sys_pwrite64(fd, "grown", 5, (1L << 30) - page), 5);
+		char *g = mremap(s, page, 1L << 30, MREMAP_MAYMOVE);
+		CHECK(g != MAP_FAILED);
+		if (g != MAP_FAILED) {
+			CHECK_MEM(g, "first", 5);
+			CHECK_MEM(g + (1L << 30) - page, "grown", 5);
+			g[(1L << 30) - 1] = 'z';
+			CHECK_EQ(sys_pread64(fd, buf, 1, (1L << 30) - 1), 1);
+			CHECK_EQ(buf[0], 'z');
+			CHECK_OK(munmap(g, 1L << 30));
+		}
+	}
 	close(fd);
 	return check_finish();
 }

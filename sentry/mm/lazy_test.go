@@ -202,3 +202,28 @@ func TestLazyFixedReplaceUnmapsHost(t *testing.T) {
 		t.Fatal("a page backed by a copy is not mapped on the host")
 	}
 }
+
+// mremap grows a lazy mapping on into its file, in place or moved.
+func TestLazyMremapGrowsIntoTheFile(t *testing.T) {
+	const size = 4 << 20
+	m, _ := newMM(t)
+	p := newSizedPages(t, size)
+	if _, err := p.WriteAt([]byte("deep"), size-PageSize); err != nil {
+		t.Fatal(err)
+	}
+	a, err := m.MMap(MMapOpts{Length: PageSize, Prot: rw, Shared: true, Pages: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Mremap(a, PageSize, size, mremapMaymove, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4)
+	if _, err := m.CopyIn(g+size-PageSize, got); err != nil || string(got) != "deep" {
+		t.Fatalf("grown mapping reads %q (%v), want the file's", got, err)
+	}
+	if f := m.HandleFault(g+size/2, platform.ProtWrite); f != FaultHandled {
+		t.Fatalf("fault in the grown part: %v", f)
+	}
+}

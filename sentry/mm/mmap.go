@@ -508,10 +508,19 @@ func (m *MemoryManager) moveLocked(from, n, dst uintptr) {
 	}
 }
 
-// growLocked maps fresh zero pages at [start, end) with like's attributes.
+// growLocked maps [start, end) with like's attributes, like ending at
+// start: a lazy mapping of a file goes on into the file, as on Linux,
+// backed when touched; anything else grows by fresh zero pages.
 func (m *MemoryManager) growLocked(start, end uintptr, like vma) error {
 	if !m.growOKLocked(end - start) {
 		return unix.ENOMEM
+	}
+	if like.lazy() {
+		like.fileOff += uint64(start - like.start)
+		like.start, like.end = start, end
+		m.vmas.insert(like)
+		track([]vma{like}, 1)
+		return nil
 	}
 	like.start, like.end = start, end
 	like.file, like.cache, like.pages, like.tracker = nil, nil, nil, nil // new pages are zero, whatever came before
