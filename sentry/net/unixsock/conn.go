@@ -138,7 +138,7 @@ func (e *endpoint) Connect(t *kernel.Task, addr []byte, nonblock bool) error {
 				e.ns.mu.Unlock()
 				return unix.EAGAIN
 			}
-			err := e.waitLocked(t, &other.peerWait, allEvents, deadline)
+			err := e.waitLocked(t, &other.peerWait, allEvents, deadline, &w)
 			e.ns.mu.Unlock()
 			switch err {
 			case nil:
@@ -314,7 +314,7 @@ func (e *endpoint) Accept(t *kernel.Task, nonblock bool) (socket.Socket, error) 
 		if timeo == 0 {
 			return nil, unix.EAGAIN
 		}
-		switch err := e.waitLocked(t, &e.queue, waiter.ReadableEvents|waiter.EventHUp, deadline); err {
+		switch err := e.waitLocked(t, &e.queue, waiter.ReadableEvents|waiter.EventHUp, deadline, &w); err {
 		case nil:
 		case unix.ETIMEDOUT:
 			timeo = 0

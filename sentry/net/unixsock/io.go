@@ -154,7 +154,7 @@ func (e *endpoint) SendMsg(t *kernel.Task, src *vfs.IOSeq, m *socket.SendMessage
 
 // sendWaitLocked waits for the sender's room (sock_alloc_send_pskb): a
 // pending error is reported, a socket shut down for sending is EPIPE.
-func (e *endpoint) sendWaitLocked(t *kernel.Task, nonblock bool) error {
+func (e *endpoint) sendWaitLocked(t *kernel.Task, nonblock bool, w *wakeups) error {
 	timeo := e.opts.SndTimeo
 	if nonblock || t == nil {
 		timeo = 0
@@ -174,7 +174,7 @@ func (e *endpoint) sendWaitLocked(t *kernel.Task, nonblock bool) error {
 		if timeo == 0 {
 			return unix.EAGAIN
 		}
-		if err := e.waitLocked(t, &e.queue, waiter.WritableEvents, deadline); err == unix.ETIMEDOUT {
+		if err := e.waitLocked(t, &e.queue, waiter.WritableEvents, deadline, w); err == unix.ETIMEDOUT {
 			timeo = 0
 		} else if err != nil {
 			return err
@@ -226,7 +226,7 @@ func (e *endpoint) sendStream(t *kernel.Task, src *vfs.IOSeq, m *socket.SendMess
 	}
 	total, sent := src.Len(), 0
 	for sent < total {
-		if err := e.sendWaitLocked(t, m.Flags&unix.MSG_DONTWAIT != 0); err != nil {
+		if err := e.sendWaitLocked(t, m.Flags&unix.MSG_DONTWAIT != 0, &w); err != nil {
 			return sentOr(sent, err)
 		}
 		size := min(total-sent, int(e.opts.SndBuf)/2-64, maxStreamPiece)
@@ -330,7 +330,7 @@ func (e *endpoint) sendDgram(t *kernel.Task, src *vfs.IOSeq, to []byte, flags in
 		return 0, unix.EMSGSIZE
 	}
 	nonblock := flags&unix.MSG_DONTWAIT != 0 || t == nil
-	if err := e.sendWaitLocked(t, nonblock); err != nil {
+	if err := e.sendWaitLocked(t, nonblock, &w); err != nil {
 		return 0, err
 	}
 	data, err := copyIn(src, 0, n)
@@ -392,7 +392,7 @@ func (e *endpoint) sendDgram(t *kernel.Task, src *vfs.IOSeq, to []byte, flags in
 				e.dropLocked(msg, &w)
 				return 0, unix.EAGAIN
 			}
-			err := e.waitLocked(t, &other.peerWait, allEvents, deadline)
+			err := e.waitLocked(t, &other.peerWait, allEvents, deadline, &w)
 			if err == unix.ETIMEDOUT {
 				timeo = 0
 			} else if err != nil {
@@ -489,7 +489,7 @@ loop:
 				result = unix.EAGAIN
 				break
 			}
-			err := e.waitLocked(t, &e.queue, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr, deadline)
+			err := e.waitLocked(t, &e.queue, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr, deadline, &w)
 			if err == unix.ETIMEDOUT {
 				timeo = 0
 			} else if err != nil {
@@ -612,7 +612,7 @@ func (e *endpoint) recvDgram(t *kernel.Task, dst *vfs.IOSeq, m *socket.RecvMessa
 		if e.typ == unix.SOCK_SEQPACKET && e.state != stEstablished {
 			return 0, unix.ENOTCONN
 		}
-		err := e.waitLocked(t, &e.queue, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr, deadline)
+		err := e.waitLocked(t, &e.queue, waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr, deadline, &w)
 		if err == unix.ETIMEDOUT {
 			timeo = 0
 		} else if err != nil {

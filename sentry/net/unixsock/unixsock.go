@@ -263,11 +263,15 @@ const allEvents = waiter.ReadableEvents | waiter.WritableEvents | waiter.EventEr
 
 // waitLocked sleeps (ns.mu held, released meanwhile) until q notifies
 // one of mask, the deadline passes or a signal comes (socket.Wait's
-// errors).
-func (e *endpoint) waitLocked(t *kernel.Task, q *waiter.Queue, mask waiter.EventMask, deadline time.Time) error {
+// errors). The wake-ups the call gathered so far go out first: a
+// stream write larger than the buffer sleeps for room the reader makes
+// only once woken for the pieces already queued, and a MSG_WAITALL read
+// sleeps for data the writer sends only once woken for the room made.
+func (e *endpoint) waitLocked(t *kernel.Task, q *waiter.Queue, mask waiter.EventMask, deadline time.Time, pending *wakeups) error {
 	w, ch := waiter.NewChannelEntry(mask)
 	q.EventRegister(w)
 	e.ns.mu.Unlock()
+	pending.send()
 	err := socket.Wait(t, ch, deadline)
 	q.EventUnregister(w)
 	e.ns.mu.Lock()
