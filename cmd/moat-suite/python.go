@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,9 +17,11 @@ import (
 // poll and epoll, mmap, ptys, time, locale, archives and compression over
 // real files) and that need neither the network nor a display. Tests that
 // want a resource regrtest names (network, cpu, gui, largefile...) skip,
-// since the run enables none (-u is not given). The slowest packages
-// (asyncio, multiprocessing, concurrent_futures) are left out, to keep
-// the whole run within a sitting.
+// since the run enables none (-u is not given). Of the slow packages,
+// asyncio, concurrent_futures and one multiprocessing start method
+// (forkserver: a server process forking workers that get their
+// descriptors over an AF_UNIX socket, the most kernel of the three) are
+// in; fork and spawn would double the run for little more.
 var pythonModules = []string{
 	// Files, paths and descriptors.
 	"test_os", "test_posix", "test_posixpath", "test_genericpath", "test_stat", "test_shutil",
@@ -40,6 +43,8 @@ var pythonModules = []string{
 	"test_socket", "test_socketserver", "test_asyncore", "test_asynchat", "test_logging",
 	"test_httpservers", "test_urllib2_localnet", "test_xmlrpc", "test_ftplib", "test_smtplib",
 	"test_telnetlib", "test_ssl",
+	// Event loops, executors and process pools over all of the above.
+	"test_asyncio", "test_concurrent_futures", "test_multiprocessing_forkserver",
 	// The system's identity, time and locale.
 	"test_time", "test_strftime", "test_locale", "test_pwd", "test_grp", "test_platform",
 	"test_getpass", "test_sys", "test_sysconfig", "test_site", "test_uuid", "test_syslog",
@@ -65,13 +70,25 @@ var pythonSuite = &suite{
 // the machine's two cores.
 const regrtestJobs = 2
 
+// ignoredTests are regrtest --ignore patterns, the same for every
+// runtime. UDP-Lite: CPython 3.11's test_socket runs its UDPLITE classes
+// whenever socket.IPPROTO_UDPLITE is defined (HAVE_SOCKET_UDPLITE is a
+// hasattr, not a probe), and moat's netstack has no UDP-Lite: socket()
+// answers EPROTONOSUPPORT, as a Linux kernel without it and gVisor do,
+// and ~150 cases error in setUp. Left in, they would turn the whole
+// module's result into that one known absence and hide the other ~550.
+var ignoredTests = []string{"*UDPLITE*"}
+
 // regrtestArgs is the command line of one run: python's regrtest on
 // modules, regrtestJobs worker processes, each test module killed after
-// perTest, extra flags before the modules. By default -v is not given: a
-// line per module is what is parsed.
+// perTest, the ignoredTests patterns, extra flags before the modules.
+// By default -v is not given: a line per module is what is parsed.
 func regrtestArgs(modules []string, perTest time.Duration, extra []string) []string {
 	args := []string{"python3", "-m", "test", "-j", strconv.Itoa(regrtestJobs),
 		"--timeout", strconv.Itoa(int(perTest.Seconds()))}
+	for _, p := range ignoredTests {
+		args = append(args, "--ignore", p)
+	}
 	args = append(args, extra...)
 	return append(args, modules...)
 }
@@ -80,5 +97,11 @@ func aboutPython(w io.Writer, ref *Run) {
 	fmt.Fprintf(w, "Debian's libpython3.11-testsuite in the integration tests' Debian rootfs, one container per\n")
 	fmt.Fprintf(w, "runtime on the same bundle, network namespace with loopback only, no regrtest resources\n")
 	fmt.Fprintf(w, "enabled (tests that want the network, a display or much CPU skip), as root.\n")
-	fmt.Fprintf(w, "Command: `%s`.\n\n", strings.Join(shortArgs(ref.Args, "test_"), " "))
+	fmt.Fprintf(w, "Command: `%s`.\n", strings.Join(shortArgs(ref.Args, "test_"), " "))
+	if slices.Contains(ref.Args, "*UDPLITE*") {
+		fmt.Fprintf(w, "UDP-Lite's cases (`--ignore '*UDPLITE*'`) are left out in every runtime: moat's netstack has\n")
+		fmt.Fprintf(w, "no UDP-Lite and answers EPROTONOSUPPORT, as a kernel without it does, and CPython 3.11 runs\n")
+		fmt.Fprintf(w, "them whenever the constant exists (cmd/moat-suite's ignoredTests says more).\n")
+	}
+	fmt.Fprintln(w)
 }
