@@ -216,6 +216,9 @@ func Sendfile(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			return 0, unix.EINVAL
 		}
 	}
+	if err := sendfileSource(in, offAddr != 0); err != nil {
+		return 0, err
+	}
 	buf := make([]byte, min(count, 1<<16))
 	done := uint64(0)
 	for done < count {
@@ -259,6 +262,43 @@ func Sendfile(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	return uintptr(done), nil
 }
+
+// sendfileSource says whether Linux's sendfile reads from in: only a
+// file that can be read at an offset (a regular file, a block device,
+// /dev/zero, /dev/full, /dev/random, /dev/urandom; not /dev/null) has the
+// splice_read it needs. A pipe
+// or a socket with an offset is ESPIPE, as they cannot be read at one;
+// without, they, directories, ttys and eventfds are EINVAL, before anything
+// is read. Go's io.Copy from an os.Pipe to a socket tries sendfile first
+// and falls back to read and write on EINVAL; on the EAGAIN of an empty
+// pipe it waits for the socket to become writable, which it already is.
+func sendfileSource(in *vfs.File, withOffset bool) error {
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	switch st.Type() {
+	case unix.S_IFREG, unix.S_IFBLK:
+		return nil
+	case unix.S_IFCHR:
+		if unix.Major(st.Rdev) == memDevMajor && splicedMemDevs[unix.Minor(st.Rdev)] {
+			return nil
+		}
+	case unix.S_IFIFO, unix.S_IFSOCK:
+		if withOffset {
+			return unix.ESPIPE
+		}
+	}
+	return unix.EINVAL
+}
+
+// memDevMajor is the major number of Linux's memory devices (/dev/null,
+// /dev/zero, /dev/full, /dev/random, /dev/urandom).
+const memDevMajor = 1
+
+// splicedMemDevs are the minors of the memory devices sendfile reads:
+// zero, full, random and urandom.
+var splicedMemDevs = map[uint32]bool{5: true, 7: true, 8: true, 9: true}
 
 // Lseek implements Linux syscall lseek(2).
 func Lseek(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {

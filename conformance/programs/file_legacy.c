@@ -15,7 +15,11 @@
  * with an offset pointer (the pointer advances, the file offset does not)
  * and without (the file offset advances), short at end of file, count 0,
  * EBADF for the wrong access modes, EINVAL for a negative offset and an
- * O_APPEND output; preadv and pwritev with two iovecs
+ * O_APPEND output; EINVAL for an input that is a pipe (what Go's io.Copy
+ * from an os.Pipe to a TCP connection tries first: EAGAIN from an empty
+ * one made it wait forever for the socket to be writable), a socket or a
+ * directory, with the pipe's data left in it, and ESPIPE for a pipe with
+ * an offset; preadv and pwritev with two iovecs
  * at an offset, leaving the file offset alone, with their EINVAL and EBADF
  * cases.
  */
@@ -23,6 +27,7 @@
 #include "check.h"
 
 #include <limits.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
@@ -265,6 +270,34 @@ static void test_sendfile(void)
 	close(rdonly);
 }
 
+/* The input must be a file that can be read at an offset. */
+static void test_sendfile_sources(void)
+{
+	int out = CHECK_OK(open("/dev/null", O_WRONLY));
+	int dir = CHECK_OK(open(LIST_DIR, O_RDONLY | O_DIRECTORY));
+	int p[2], sp[2];
+	long off = 0;
+	char buf[4];
+
+	CHECK_OK(pipe2(p, O_NONBLOCK));
+	CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sp));
+	CHECK_ERR(syscall(SYS_sendfile, out, p[0], NULL, 10), EINVAL); /* empty */
+	CHECK_EQ(write(p[1], "ab", 2), 2);
+	CHECK_ERR(syscall(SYS_sendfile, out, p[0], NULL, 10), EINVAL);
+	CHECK_ERR(syscall(SYS_sendfile, out, p[0], &off, 10), ESPIPE);
+	CHECK_EQ(read(p[0], buf, sizeof(buf)), 2); /* nothing was consumed */
+	CHECK_EQ(write(sp[0], "ab", 2), 2);
+	CHECK_ERR(syscall(SYS_sendfile, out, sp[1], NULL, 10), EINVAL);
+	CHECK_EQ(read(sp[1], buf, sizeof(buf)), 2);
+	CHECK_ERR(syscall(SYS_sendfile, out, dir, NULL, 10), EINVAL);
+	close(p[0]);
+	close(p[1]);
+	close(sp[0]);
+	close(sp[1]);
+	close(dir);
+	close(out);
+}
+
 static void test_preadv_pwritev(void)
 {
 	int fd = CHECK_OK(open(BLOB_PATH, O_RDONLY));
@@ -318,6 +351,7 @@ int main(int argc, char **argv)
 	test_readlink();
 	test_creat();
 	test_sendfile();
+	test_sendfile_sources();
 	test_preadv_pwritev();
 	return check_finish();
 }
