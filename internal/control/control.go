@@ -1,7 +1,8 @@
 // Package control defines what the moat CLI and a sandbox's sentry say to
 // each other: the one-time setup hand-over when `moat create` starts the
-// sentry, and the requests (start, kill) that later CLI invocations send over
-// the container's control socket.
+// sentry, and the requests (start, kill, exec, file operations) that later
+// CLI invocations and `moat serve` send over the container's control
+// socket.
 //
 // It must never carry anything the guest controls: every message here comes
 // from the CLI, which is trusted.
@@ -12,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -107,6 +109,8 @@ type Request struct {
 	Exec *Exec `json:"exec,omitempty"`
 	// Resources are OpUpdate's new limits.
 	Resources *specs.LinuxResources `json:"resources,omitempty"`
+	// File is a file operation's (files.go).
+	File *FileOp `json:"file,omitempty"`
 }
 
 // Control operations.
@@ -140,6 +144,8 @@ type Exec struct {
 // Response answers a Setup (the sandbox is ready, or why not) or a Request.
 type Response struct {
 	Error string `json:"error,omitempty"`
+	// Errno is the Linux errno of a file operation that failed.
+	Errno int `json:"errno,omitempty"`
 	// OpExec: PID in the first answer, Exit (the host status: code, or
 	// 128+N for signal N) in the second.
 	PID  int  `json:"pid,omitempty"`
@@ -148,6 +154,8 @@ type Response struct {
 	Processes []ProcessInfo `json:"processes,omitempty"`
 	// OpStats.
 	Stats *Stats `json:"stats,omitempty"`
+	// OpStat and OpRead: the one entry; OpList: every entry.
+	Entries []FileEntry `json:"entries,omitempty"`
 }
 
 // ProcessInfo is one guest process as `moat ps` lists it.
@@ -184,12 +192,12 @@ type Stats struct {
 	OOMKills uint64 `json:"oomKills,omitempty"`
 }
 
-// Err turns a Response into a Go error.
+// Err turns a Response into a Go error: an *Error.
 func (r Response) Err() error {
 	if r.Error == "" {
 		return nil
 	}
-	return fmt.Errorf("%s", r.Error)
+	return &Error{Msg: r.Error, Errno: syscall.Errno(r.Errno)}
 }
 
 // Call sends req to the control socket at path and waits for the answer.

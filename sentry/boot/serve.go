@@ -51,19 +51,23 @@ func (s *Sandbox) handle(uc *net.UnixConn, execs *sync.WaitGroup) {
 		conn.Close()
 		return
 	}
-	if req.Op == control.OpExec {
+	switch req.Op {
+	case control.OpExec:
 		execs.Add(1)
 		defer execs.Done()
 		s.serveExec(conn, req, files)
 		return
+	case control.OpRead, control.OpWrite:
+		s.serveFileIO(conn, req, files)
+		return
 	}
 	defer conn.Close()
 	for _, f := range files {
-		f.Close() // only exec brings descriptors
+		f.Close() // only exec and the file data bring descriptors
 	}
 	resp, err := s.do(req)
 	if err != nil {
-		resp.Error = err.Error()
+		resp = errorResponse(err)
 	}
 	conn.Send(resp)
 }
@@ -87,6 +91,8 @@ func (s *Sandbox) do(req control.Request) (control.Response, error) {
 		return control.Response{Stats: &st}, nil
 	case control.OpUpdate:
 		return control.Response{}, s.update(req.Resources)
+	case control.OpStat, control.OpList, control.OpMkdir, control.OpRename, control.OpRemove:
+		return s.doFile(req)
 	}
 	return control.Response{}, fmt.Errorf("unknown control operation %q", req.Op)
 }
