@@ -222,6 +222,23 @@ func TestSandboxExitsWithTheCommandsStatus(t *testing.T) {
 	if r := e.run("--timeout", "1s", "--", "sleep", "60"); r.code != 124 {
 		t.Errorf("--timeout 1s of sleep 60: status %d, want 124 (stderr %q)", r.code, r.stderr)
 	}
+	// As a shell reports a command it cannot run: 127 not found, 126 not
+	// executable, each with one line that names it.
+	notExec := filepath.Join(e.dir, "not-executable")
+	must(t, os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644))
+	for _, c := range []struct {
+		cmd  string
+		want int
+	}{
+		{"no-such-command-here", 127},
+		{"/no/such/path", 127},
+		{notExec, 126},
+	} {
+		r := e.run("--", c.cmd)
+		if r.code != c.want || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, c.cmd) {
+			t.Errorf("moat sandbox -- %s: status %d, stderr %q; want %d and one line naming it", c.cmd, r.code, r.stderr, c.want)
+		}
+	}
 }
 
 func TestSandboxOwnErrorsAreOneLineAndStatus125(t *testing.T) {
@@ -238,7 +255,6 @@ func TestSandboxOwnErrorsAreOneLineAndStatus125(t *testing.T) {
 		{[]string{"--net-allow", "pypi.org,bad name!", "--", "true"}, "--net-allow"},
 		{[]string{"--settings", settings, "--", "true"}, "line 2"},
 		{[]string{"--no-such-flag", "--", "true"}, "no-such-flag"},
-		{[]string{"--", "/does/not/exist"}, "/does/not/exist"},
 	} {
 		r := e.run(c.args...)
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")

@@ -105,6 +105,10 @@ func reply(conn io.WriteCloser, err error) {
 	var resp control.Response
 	if err != nil {
 		resp.Error = err.Error()
+		var initErr *kernel.InitError
+		if errors.As(err, &initErr) && initErr.Unrunnable != 0 {
+			resp.Errno, resp.Unrunnable = int(initErr.Unrunnable), true
+		}
 	}
 	json.NewEncoder(conn).Encode(resp)
 	conn.Close()

@@ -30,6 +30,13 @@ const localStatus = 125
 // timeout(1) exits.
 const localTimeoutStatus = 124
 
+// The statuses of a command that could not be run, as a shell's: not
+// found, or found and not executable.
+const (
+	localNotFoundStatus  = 127
+	localCannotRunStatus = 126
+)
+
 var localCommand = &command{
 	name:           "sandbox",
 	args:           "-- CMD [ARGS...]",
@@ -55,7 +62,8 @@ as --env NAME=VALUE.
 stdin, stdout and stderr are the caller's (a terminal of the sandbox's own
 when both stdin and stdout are terminals, resized with the caller's);
 signals reach the command; moat exits with its status, 128+N if it died of
-signal N, 124 if --timeout killed it, and 125 if moat itself failed.
+signal N, 124 if --timeout killed it, 127 if CMD was not found, 126 if it
+could not be executed, and 125 if moat itself failed.
 
 Defaults come from ~/.config/moat/sandbox.toml (keys rw, ro, hide, home,
 env, net, net_allow, memory, cpus, pids, timeout); flags add to its lists
@@ -250,6 +258,14 @@ func runLocal(g *globalOptions, p localPolicy, h localHost, args []string) (err 
 	if timedOut.Load() && errors.As(err, &exit) && int(exit) == 128+int(unix.SIGKILL) {
 		fmt.Fprintf(os.Stderr, "moat: sandbox: %s killed after --timeout %s\n", args[0], timeout)
 		return exitStatus(localTimeoutStatus)
+	}
+	var answer *control.Error
+	if errors.As(err, &answer) && answer.Unrunnable {
+		status := localCannotRunStatus
+		if answer.Errno == unix.ENOENT || answer.Errno == unix.ENOTDIR {
+			status = localNotFoundStatus
+		}
+		return &failure{err: err, status: status}
 	}
 	return err
 }

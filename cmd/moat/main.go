@@ -138,13 +138,28 @@ func moatMain(args []string) int {
 	}
 	if err != nil {
 		status := reportError(log, cmd.name, err)
-		if cmd.failStatus != 0 {
+		var failed *failure
+		switch {
+		case errors.As(err, &failed):
+			status = failed.status
+		case cmd.failStatus != 0:
 			status = cmd.failStatus
 		}
 		return status
 	}
 	return 0
 }
+
+// failure is an error reported as any other, with a status of its own
+// rather than the command's failStatus: `moat sandbox` exits 127 for a
+// command that is not there, as a shell does.
+type failure struct {
+	err    error
+	status int
+}
+
+func (f *failure) Error() string { return f.err.Error() }
+func (f *failure) Unwrap() error { return f.err }
 
 // unknownCommandStatus is runc's exit status for a command it does not
 // know (its CLI library's "No help topic").

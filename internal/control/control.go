@@ -144,8 +144,12 @@ type Exec struct {
 // Response answers a Setup (the sandbox is ready, or why not) or a Request.
 type Response struct {
 	Error string `json:"error,omitempty"`
-	// Errno is the Linux errno of a file operation that failed.
+	// Errno is the Linux errno of a file operation that failed, or of the
+	// exec of a program that could not be run.
 	Errno int `json:"errno,omitempty"`
+	// Unrunnable, in the answer to a Setup, says that its program could
+	// not be run (Errno says why: ENOENT, not found), not the sandbox.
+	Unrunnable bool `json:"unrunnable,omitempty"`
 	// OpExec: PID in the first answer, Exit (the host status: code, or
 	// 128+N for signal N) in the second.
 	PID  int  `json:"pid,omitempty"`
@@ -197,7 +201,7 @@ func (r Response) Err() error {
 	if r.Error == "" {
 		return nil
 	}
-	return &Error{Msg: r.Error, Errno: syscall.Errno(r.Errno)}
+	return &Error{Msg: r.Error, Errno: syscall.Errno(r.Errno), Unrunnable: r.Unrunnable}
 }
 
 // Call sends req to the control socket at path and waits for the answer.

@@ -58,6 +58,8 @@ type FileEntry struct {
 type Error struct {
 	Msg   string
 	Errno syscall.Errno
+	// Unrunnable: see Response.
+	Unrunnable bool
 }
 
 func (e *Error) Error() string { return e.Msg }

@@ -149,10 +149,12 @@ func TestStartProcessOfAMissingProgramSaysWhich(t *testing.T) {
 	s := newSandbox(t)
 	release := startInitHeld(t, s)
 	defer func() { close(release); s.Wait() }()
-	_, err := s.Kernel.StartProcess(execSpec("/bin/nope"))
-	var initErr *kernel.InitError
-	if !errors.As(err, &initErr) || !containsAll(err.Error(), "/bin/nope") {
-		t.Errorf("StartProcess of a missing program = %v, want an InitError naming it", err)
+	for _, name := range []string{"/bin/nope", "nope"} {
+		_, err := s.Kernel.StartProcess(execSpec(name))
+		var initErr *kernel.InitError
+		if !errors.As(err, &initErr) || !containsAll(err.Error(), name) || initErr.Unrunnable != unix.ENOENT {
+			t.Errorf("StartProcess of a missing program %q = %v, want an InitError naming it, unrunnable ENOENT", name, err)
+		}
 	}
 }
 

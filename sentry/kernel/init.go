@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -53,7 +54,14 @@ type InitSpec struct {
 
 // InitError is a problem with the init process's configuration, worded for
 // the person who wrote it.
-type InitError struct{ Msg string }
+type InitError struct {
+	Msg string
+	// Unrunnable, when set, says that the program itself could not be
+	// run, and why: ENOENT when it was not found, EACCES or ENOEXEC when
+	// it is not something that executes. A caller that reports it as a
+	// shell does (127, 126: `moat sandbox`) looks here.
+	Unrunnable unix.Errno
+}
 
 func (e *InitError) Error() string { return e.Msg }
 
@@ -79,7 +87,7 @@ func (k *Kernel) CreateInit(s InitSpec) error {
 // and those `moat exec` starts are made the same way.
 func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 	if len(s.Argv) == 0 {
-		return nil, nil, &InitError{"process.args is empty"}
+		return nil, nil, &InitError{Msg: "process.args is empty"}
 	}
 	root := k.Root
 	cwd, err := vfs.Resolver{Root: root, Start: root}.Lookup(s.Cwd, true)
@@ -87,7 +95,7 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 		err = unix.ENOTDIR
 	}
 	if err != nil {
-		return nil, nil, &InitError{fmt.Sprintf("chdir to cwd (%q) set in config.json failed: %v", s.Cwd, err)}
+		return nil, nil, &InitError{Msg: fmt.Sprintf("chdir to cwd (%q) set in config.json failed: %v", s.Cwd, err)}
 	}
 	fs := NewFSContext(root, cwd, s.Umask)
 	creds := NewCredentials(s.UID, s.GID, s.Groups)
@@ -104,7 +112,7 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 	// so Linux's rules for execve make the ones it runs with.
 	img, err := k.loadProgram(ExecTarget{Res: res, Name: name, Cwd: res}, creds, execUnsafe{NoNewPrivs: s.NoNewPrivs}, s.Argv, s.Env)
 	if err != nil {
-		return nil, nil, &InitError{fmt.Sprintf("exec %q: %v", s.Argv[0], err)}
+		return nil, nil, &InitError{Msg: fmt.Sprintf("exec %q: %v", s.Argv[0], err), Unrunnable: unrunnable(err)}
 	}
 	ctx, err := k.attachFresh(img.mm)
 	if err != nil {
@@ -126,7 +134,7 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 	tg.limits.setAll(limits)
 	if a := s.OOMScoreAdj; a != nil {
 		if *a < OOMScoreAdjMin || *a > OOMScoreAdjMax {
-			return nil, nil, &InitError{fmt.Sprintf("process.oomScoreAdj %d is outside [%d, %d]", *a, OOMScoreAdjMin, OOMScoreAdjMax)}
+			return nil, nil, &InitError{Msg: fmt.Sprintf("process.oomScoreAdj %d is outside [%d, %d]", *a, OOMScoreAdjMin, OOMScoreAdjMax)}
 		}
 		tg.SetOOMScoreAdj(*a, false, true)
 	}
@@ -137,7 +145,7 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 	if s.Seccomp != nil {
 		chain, ok := (*seccomp.Chain)(nil).Push(s.Seccomp)
 		if !ok {
-			return nil, nil, &InitError{"linux.seccomp: the filter is longer than a chain may be"}
+			return nil, nil, &InitError{Msg: "linux.seccomp: the filter is longer than a chain may be"}
 		}
 		t.sc.chain.Store(chain)
 		t.sc.mode.Store(unix.SECCOMP_MODE_FILTER)
@@ -184,7 +192,7 @@ func (k *Kernel) registerLocked(tg *ThreadGroup, console *TTY) {
 func (k *Kernel) findExecutable(res vfs.Resolver, arg0 string, env []string) (string, error) {
 	if strings.Contains(arg0, "/") {
 		if _, err := k.openExecCheck(res, arg0); err != nil {
-			return "", &InitError{fmt.Sprintf("exec: %q: %v", arg0, err)}
+			return "", &InitError{Msg: fmt.Sprintf("exec: %q: %v", arg0, err), Unrunnable: unrunnable(err)}
 		}
 		return arg0, nil
 	}
@@ -203,7 +211,23 @@ func (k *Kernel) findExecutable(res vfs.Resolver, arg0 string, env []string) (st
 			return cand, nil
 		}
 	}
-	return "", &InitError{fmt.Sprintf("exec: %q: executable file not found in $PATH", arg0)}
+	return "", &InitError{Msg: fmt.Sprintf("exec: %q: executable file not found in $PATH", arg0), Unrunnable: unix.ENOENT}
+}
+
+// unrunnable is the errno of a failed exec, when the failure is the
+// program's (not found, not executable) rather than the sandbox's: a
+// memory or I/O error is not the command's fault, and gets no shell
+// status.
+func unrunnable(err error) unix.Errno {
+	var errno unix.Errno
+	if !errors.As(err, &errno) {
+		return 0
+	}
+	switch errno {
+	case unix.ENOENT, unix.ENOTDIR, unix.ELOOP, unix.ENAMETOOLONG, unix.EACCES, unix.EPERM, unix.ENOEXEC, unix.ETXTBSY, unix.EISDIR:
+		return errno
+	}
+	return 0
 }
 
 // openExecCheck reports whether name could be executed.
