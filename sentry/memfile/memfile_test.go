@@ -114,3 +114,29 @@ func TestRefCounts(t *testing.T) {
 		t.Fatalf("freed range not reused zeroed: %#x vs %#x", b, a)
 	}
 }
+
+// Neighbouring ranges shared one after another, in either order, are one
+// segment; counts that differ stay apart.
+func TestRefSegmentsJoin(t *testing.T) {
+	f, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := f.Allocate(8 * PageSize)
+	f.IncRef(a+2*PageSize, 2*PageSize)
+	f.IncRef(a, 2*PageSize)            // joins on the right
+	f.IncRef(a+6*PageSize, 2*PageSize) // apart
+	f.IncRef(a+4*PageSize, 2*PageSize) // joins both sides
+	if len(f.shared) != 1 || f.shared[0] != (refSeg{a, 8 * PageSize, 2}) {
+		t.Fatalf("segments %v, want one of 8 pages", f.shared)
+	}
+	f.IncRef(a, PageSize)
+	if len(f.shared) != 2 || f.shared[0].count != 3 || f.shared[1] != (refSeg{a + PageSize, 7 * PageSize, 2}) {
+		t.Fatalf("segments %v, want a page of 3 references and 7 of 2", f.shared)
+	}
+	f.DecRef(a, PageSize)
+	f.DecRef(a, 8*PageSize)
+	if !f.Exclusive(a, 8*PageSize) || len(f.shared) != 0 {
+		t.Fatalf("segments left: %v", f.shared)
+	}
+}

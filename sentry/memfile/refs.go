@@ -97,11 +97,27 @@ func (f *File) splitRefs(addr uint64) {
 	f.shared[i], f.shared[i+1] = lo, hi
 }
 
-// insertRefs adds non-overlapping segments, keeping the list sorted.
+// insertRefs adds non-overlapping segments, keeping the list sorted and
+// joining each to a neighbour it continues with the same count: pages
+// shared a window at a time (a lazy mapping backed as it is touched, in
+// order) stay one segment, and the list short.
 func (f *File) insertRefs(segs []refSeg) {
-	if len(segs) == 0 {
-		return
+	for _, seg := range segs {
+		i := sort.Search(len(f.shared), func(i int) bool { return f.shared[i].off >= seg.off })
+		joinsLeft := i > 0 && f.shared[i-1].off+f.shared[i-1].len == seg.off && f.shared[i-1].count == seg.count
+		joinsRight := i < len(f.shared) && seg.off+seg.len == f.shared[i].off && f.shared[i].count == seg.count
+		switch {
+		case joinsLeft && joinsRight:
+			f.shared[i-1].len += seg.len + f.shared[i].len
+			f.shared = append(f.shared[:i], f.shared[i+1:]...)
+		case joinsLeft:
+			f.shared[i-1].len += seg.len
+		case joinsRight:
+			f.shared[i].off, f.shared[i].len = seg.off, f.shared[i].len+seg.len
+		default:
+			f.shared = append(f.shared, refSeg{})
+			copy(f.shared[i+1:], f.shared[i:])
+			f.shared[i] = seg
+		}
 	}
-	f.shared = append(f.shared, segs...)
-	sort.Slice(f.shared, func(i, j int) bool { return f.shared[i].off < f.shared[j].off })
 }

@@ -7,6 +7,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/platform"
+	"github.com/moat-sandbox/moat/platform/fake"
+	"github.com/moat-sandbox/moat/sentry/memfile"
 )
 
 // newSizedPages returns empty FilePages recording a file of size bytes.
@@ -17,6 +19,22 @@ func newSizedPages(t *testing.T, size int64) *FilePages {
 	p.SetSize(size)
 	t.Cleanup(p.Release)
 	return p
+}
+
+// newFreshMM returns a memory manager on a memory file of its own, which
+// hands out pages one after another and none of them resident yet, as a
+// fresh sandbox's does (the shared one reuses what other tests freed).
+func newFreshMM(t *testing.T) (*MemoryManager, *memfile.File) {
+	t.Helper()
+	mf, err := memfile.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := fake.New(mf).NewAddressSpace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(mf, as, 0x7f0000000000), mf
 }
 
 func chunkCount(p *FilePages) int {
@@ -154,8 +172,9 @@ func TestLazyPrivateForkAndDontNeed(t *testing.T) {
 // the mapping's resident size counts only what it maps.
 func TestLazyResidency(t *testing.T) {
 	const size = 16 << 20
-	m, _ := newMM(t)
-	p := newSizedPages(t, size)
+	m, mf := newFreshMM(t)
+	p := NewFilePages(mf, nil)
+	p.SetSize(size)
 	a, err := m.MMap(MMapOpts{Length: size, Prot: rw | platform.ProtExec, Shared: true, Pages: p})
 	if err != nil {
 		t.Fatal(err)
@@ -225,5 +244,33 @@ func TestLazyMremapGrowsIntoTheFile(t *testing.T) {
 	}
 	if f := m.HandleFault(g+size/2, platform.ProtWrite); f != FaultHandled {
 		t.Fatalf("fault in the grown part: %v", f)
+	}
+}
+
+// A lazy mapping touched window after window in order stays one pma, and
+// its file's release frees the chunks as one run.
+func TestLazyTouchedInOrderStaysOnePma(t *testing.T) {
+	const size = 64 << 20
+	m, mf := newFreshMM(t)
+	p := NewFilePages(mf, nil)
+	p.SetSize(size)
+	a, err := m.MMap(MMapOpts{Length: size, Prot: rw, Shared: true, Pages: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := uintptr(0); off < size; off += faultWindow {
+		if f := m.HandleFault(a+off, platform.ProtWrite); f != FaultHandled {
+			t.Fatalf("fault at +%#x: %v", off, f)
+		}
+	}
+	if n := len(m.pmas.s); n != 1 {
+		t.Fatalf("%d pmas after touching in order, want 1", n)
+	}
+	if err := m.Munmap(a, size); err != nil {
+		t.Fatal(err)
+	}
+	p.Release()
+	if n := chunkCount(p); n != 0 {
+		t.Fatalf("%d chunks after release", n)
 	}
 }

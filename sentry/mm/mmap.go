@@ -220,11 +220,23 @@ func (m *MemoryManager) dropPmas(ps []pma) {
 	}
 }
 
-// insertPmasLocked records pmas of v and maps them on the host.
+// insertPmasLocked records pmas of v and maps them on the host. A pma
+// that continues the one before it in v, in the memory file too and with
+// the same marks, is joined to it: a lazy mapping touched in order stays
+// one pma.
 func (m *MemoryManager) insertPmasLocked(v *vma, ps []pma) {
 	for i := range ps {
-		m.pmas.insert(ps[i])
 		m.hostMap(v, &ps[i])
+		p := ps[i]
+		k := m.pmas.find(p.start)
+		if k > 0 {
+			if prev := &m.pmas.s[k-1]; prev.end == p.start && prev.start >= v.start &&
+				prev.off+uint64(prev.length()) == p.off && prev.cow == p.cow && prev.pastEOF == p.pastEOF {
+				prev.end = p.end
+				continue
+			}
+		}
+		m.pmas.insert(p)
 	}
 }
 
