@@ -118,6 +118,12 @@ func (n *Net) build() error {
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol},
 	})
+	// The forwarders are in place before the link is: the link's
+	// processors deliver frames from the moment the NIC exists.
+	tf := tcp.NewForwarder(n.s, 0, maxPendingConnections, n.forwardTCP)
+	n.s.SetTransportProtocolHandler(tcp.ProtocolNumber, tf.HandlePacket)
+	uf := udp.NewForwarder(n.s, n.forwardUDP)
+	n.s.SetTransportProtocolHandler(udp.ProtocolNumber, uf.HandlePacket)
 	// Frames come from the guest's stack, which may be hostile: their
 	// checksums are checked here.
 	ep, err := fdbased.New(&fdbased.Options{FDs: []int{int(n.file.Fd())}, MTU: MTU, EthernetHeader: true,
@@ -149,10 +155,6 @@ func (n *Net) build() error {
 	if err := n.serveDNS(); err != nil {
 		return err
 	}
-	tf := tcp.NewForwarder(n.s, 0, maxPendingConnections, n.forwardTCP)
-	n.s.SetTransportProtocolHandler(tcp.ProtocolNumber, tf.HandlePacket)
-	uf := udp.NewForwarder(n.s, n.forwardUDP)
-	n.s.SetTransportProtocolHandler(udp.ProtocolNumber, uf.HandlePacket)
 	return nil
 }
 
