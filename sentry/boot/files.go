@@ -218,20 +218,28 @@ func (a *fileActor) list(name string, depth int) ([]control.FileEntry, error) {
 }
 
 // mkdirAll makes name and each missing directory above it, as mkdir -p:
-// a name that is a directory already is no error.
+// a name that is a directory already is no error. A name that is a
+// dangling symlink is EEXIST, as mkdir(2) finds it and mkdir -p reports
+// it, not made through.
 func (a *fileActor) mkdirAll(name string) error {
 	comps, err := components(name)
 	if err != nil {
 		return err
 	}
 	cur := a.root
+	made := false // comps[i] was made, or found made, since its lookup
 	for i := 0; i < len(comps); {
 		next, err := a.step(cur, comps[i], true)
-		if err == unix.ENOENT {
+		if err == unix.ENOENT && !made {
 			err = vfs.Mkdir(a.creds, vfs.Target{Dir: cur, Name: comps[i]}, newDirMode)
 			if err == nil || err == unix.EEXIST {
+				made = true
 				continue // made, by this or a guest's mkdir: look it up
 			}
+		} else if err == unix.ENOENT {
+			// Still missing once made: a symlink to nothing holds the
+			// name (or a guest removed the directory meanwhile).
+			return unix.EEXIST
 		}
 		if err != nil {
 			return err
@@ -244,6 +252,7 @@ func (a *fileActor) mkdirAll(name string) error {
 		}
 		cur = next
 		i++
+		made = false
 	}
 	return nil
 }

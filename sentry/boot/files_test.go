@@ -251,6 +251,23 @@ func TestFileMkdirRenameRemoveAsTheirTools(t *testing.T) {
 	if err := user.mkdirAll("/home/u/m/file/sub"); err != unix.ENOTDIR {
 		t.Errorf("mkdir -p below a file: %v, want ENOTDIR", err)
 	}
+	// A symlink to nothing is not made through: mkdir(2) of its name is
+	// EEXIST, and a lookup through it ENOENT, for good (the mkdir -p
+	// that retried that forever never answered).
+	if err := vfs.Symlink(user.creds, vfs.Target{Dir: lookup(t, user.root, "/home/u/m"), Name: "dangling"}, "nowhere"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"/home/u/m/dangling", "/home/u/m/dangling/below"} {
+		if err := user.mkdirAll(name); err != unix.EEXIST {
+			t.Errorf("mkdir -p %s: %v, want EEXIST", name, err)
+		}
+	}
+	if _, err := user.openWrite("/home/u/m/dangling/f", newFileMode); err != unix.ENOTDIR {
+		t.Errorf("writing below a dangling symlink: %v, want ENOTDIR", err)
+	}
+	if _, err := user.stat("/home/u/m/nowhere"); err != unix.ENOENT {
+		t.Errorf("the symlink's target was made: %v", err)
+	}
 	if err := user.rename("/home/u/m/file", "/home/u/elsewhere/renamed"); err != nil {
 		t.Fatal(err)
 	}
