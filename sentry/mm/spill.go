@@ -1,6 +1,7 @@
 package mm
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -50,29 +51,48 @@ func (s *Spill) Capacity() int64 {
 // over reports whether the chunks kept in memory are past the limit.
 func (s *Spill) over() bool { return s.resident.Load() > s.limit }
 
+// full reports whether the chunks kept in memory reach the limit, so that
+// another chunk would pass it.
+func (s *Spill) full() bool { return s.resident.Load() >= s.limit }
+
+// take returns a free slot: the lowest of those released together last
+// (releaseAll), so that a file written after another was removed gets
+// neighbouring slots for neighbouring chunks, written in one call.
+func (s *Spill) take() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.free); n > 0 {
+		slot := s.free[n-1]
+		s.free = s.free[:n-1]
+		return slot
+	}
+	s.next++
+	return s.next - 1
+}
+
 // store writes chunk data b to a free slot and returns the slot.
 func (s *Spill) store(b []byte) (int64, error) {
-	s.mu.Lock()
-	var slot int64
-	if n := len(s.free); n > 0 {
-		slot, s.free = s.free[n-1], s.free[:n-1]
-	} else {
-		slot = s.next
-		s.next++
+	slot := s.take()
+	if err := s.write(b, slot*ChunkSize); err != nil {
+		s.release(slot)
+		return 0, err
 	}
-	s.mu.Unlock()
+	return slot, nil
+}
+
+// write writes all of b at off of the host file.
+func (s *Spill) write(b []byte, off int64) error {
 	for done := 0; done < len(b); {
-		n, err := unix.Pwrite(s.fd, b[done:], slot*ChunkSize+int64(done))
+		n, err := unix.Pwrite(s.fd, b[done:], off+int64(done))
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			s.release(slot)
-			return 0, err
+			return err
 		}
 		done += n
 	}
-	return slot, nil
+	return nil
 }
 
 // load reads [in, in+len(b)) of slot's chunk into b.
@@ -99,6 +119,27 @@ func (s *Spill) release(slot int64) {
 	unix.Fallocate(s.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, slot*ChunkSize, ChunkSize)
 	s.mu.Lock()
 	s.free = append(s.free, slot)
+	s.mu.Unlock()
+}
+
+// releaseAll gives back slots (a removed file's, sorted here), punching
+// each run of neighbours with one call, and queues them lowest last, the
+// first that take hands out again.
+func (s *Spill) releaseAll(slots []int64) {
+	slices.Sort(slots)
+	for i := 0; i < len(slots); {
+		j := i + 1
+		for j < len(slots) && slots[j] == slots[j-1]+1 {
+			j++
+		}
+		unix.Fallocate(s.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE,
+			slots[i]*ChunkSize, int64(j-i)*ChunkSize)
+		i = j
+	}
+	s.mu.Lock()
+	for i := len(slots) - 1; i >= 0; i-- {
+		s.free = append(s.free, slots[i])
+	}
 	s.mu.Unlock()
 }
 

@@ -69,12 +69,16 @@ func TestSpillKeepsDataAndMemoryBound(t *testing.T) {
 		t.Fatalf("%d pages hold data, want %d", p.Pages(), size/PageSize)
 	}
 
-	// Writing into a spilled chunk brings it in; the data stays exact.
+	// Writing into a spilled chunk, memory being full, writes its slot in
+	// place; the data stays exact.
 	patch := pattern(5000, 9)
 	if _, err := p.WriteAt(patch, 3*ChunkSize+100); err != nil {
 		t.Fatal(err)
 	}
 	copy(want[3*ChunkSize+100:], patch)
+	if p.out[3] == nil || s.resident.Load() > 2 {
+		t.Fatalf("a write into spilled chunk 3 brought it in (%d chunks in memory)", s.resident.Load())
+	}
 	if !bytes.Equal(readAll(t, p, size), want) {
 		t.Fatal("data differs after a write into a spilled chunk")
 	}
