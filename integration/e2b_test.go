@@ -36,6 +36,57 @@ const e2bScriptTimeout = 10 * time.Minute
 // keeps a sandbox booted ahead. Once the server is told to stop, nothing
 // of its sandboxes may be left, those of the pool included.
 func TestE2BSDKRunsUnchangedOnMoatServe(t *testing.T) {
+	node := sdkNode(t)
+	rootfs := debianRootfs(t)
+	sdk := installE2BSDK(t)
+
+	state := filepath.Join(t.TempDir(), "state")
+	const key = "moat-e2b-test-key"
+	url, stop, log := startServe(t, key, "--state", state, "--pool", "1", "--template", "base="+rootfs)
+	defer stop()
+	runSDKScript(t, node, sdk, "sdk.mjs", url, key)
+
+	checkMetrics(t, url, key)
+	stop()
+	t.Logf("moat serve's log:\n%s", log())
+	checkNothingLeft(t, state)
+}
+
+// TestE2BSDKFilesNeedNoToolsInTheImage runs the SDK's file calls
+// (testdata/e2b/sdk_bare.mjs) on a template that holds one static
+// program, the sandbox's init at /bin/sleep: no shell, no coreutils, no
+// /etc/passwd. The sentry does every file operation itself, so they
+// work there as on Debian; a command cannot run, and says so.
+func TestE2BSDKFilesNeedNoToolsInTheImage(t *testing.T) {
+	node := sdkNode(t)
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc is not installed (make test installs it): cannot build the image's one program")
+	}
+	rootfs := filepath.Join(t.TempDir(), "rootfs")
+	for _, d := range []string{"bin", "dev", "proc", "tmp"} {
+		must(t, os.MkdirAll(filepath.Join(rootfs, d), 0o755))
+	}
+	src := filepath.Join(t.TempDir(), "sleep.c")
+	must(t, os.WriteFile(src, []byte("#include <unistd.h>\nint main(void) { for (;;) pause(); }\n"), 0o644))
+	if out, err := exec.Command("gcc", "-static", "-O1", "-o", filepath.Join(rootfs, "bin/sleep"), src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	sdk := installE2BSDK(t)
+
+	state := filepath.Join(t.TempDir(), "state")
+	const key = "moat-e2b-bare-key"
+	url, stop, log := startServe(t, key, "--state", state, "--pool", "0", "--template", "bare="+rootfs)
+	defer stop()
+	runSDKScript(t, node, sdk, "sdk_bare.mjs", url, key)
+	stop()
+	t.Logf("moat serve's log:\n%s", log())
+	checkNothingLeft(t, state)
+}
+
+// sdkNode is the node that runs the SDK, or skips the test: moat serve
+// needs root to create sandboxes, and the SDK a recent node.
+func sdkNode(t *testing.T) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: moat serve creates sandboxes")
 	}
@@ -46,63 +97,13 @@ func TestE2BSDKRunsUnchangedOnMoatServe(t *testing.T) {
 	if v := nodeVersion(t, node); v[0] < 20 || v[0] == 20 && v[1] < 18 || v[0] == 21 {
 		t.Skipf("node %d.%d is installed: the SDK needs 20.18 or later (not 21)", v[0], v[1])
 	}
-	rootfs := debianRootfs(t)
-	sdk := installE2BSDK(t)
+	return node
+}
 
-	state := filepath.Join(t.TempDir(), "state")
-	const key = "moat-e2b-test-key"
-	args := append(append([]string{}, moatFlags()...), "serve", "--listen", "127.0.0.1:0", "--state", state, "--pool", "1",
-		"--template", "base="+rootfs)
-	serve := exec.Command(moatBinary(t), args...)
-	serve.Env = append(os.Environ(), "MOAT_API_KEY="+key)
-	stderr, err := serve.StderrPipe()
-	must(t, err)
-	must(t, serve.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- serve.Wait() }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		serve.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("moat serve, told to stop: %v", err)
-			}
-		case <-time.After(2 * time.Minute):
-			serve.Process.Kill()
-			<-exited
-			t.Error("moat serve did not stop within 2 minutes of SIGTERM; killed")
-		}
-	}
-	defer stop()
-
-	addr, log := serverAddress(t, stderr)
-	url := "http://" + addr
-	ctx, cancel := context.WithTimeout(context.Background(), e2bScriptTimeout)
-	defer cancel()
-	script := filepath.Join(sdk, "sdk.mjs")
-	data, err := os.ReadFile("testdata/e2b/sdk.mjs")
-	must(t, err)
-	must(t, os.WriteFile(script, data, 0o644))
-	cmd := exec.CommandContext(ctx, node, script)
-	cmd.Dir = sdk
-	cmd.Env = append(os.Environ(), "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url, "E2B_API_KEY="+key, "E2B_DOMAIN=")
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
-	t.Logf("SDK script:\n%s", out)
-	if err != nil {
-		t.Errorf("the SDK script failed: %v", err)
-	} else if !strings.Contains(string(out), "all checks passed") {
-		t.Error("the SDK script ended without saying all checks passed")
-	}
-
-	checkMetrics(t, url, key)
-	stop()
-	t.Logf("moat serve's log:\n%s", log())
+// checkNothingLeft fails the test if a stopped server at state left a
+// sandbox or a bundle behind.
+func checkNothingLeft(t *testing.T, state string) {
+	t.Helper()
 	left, err := os.ReadDir(filepath.Join(state, "run"))
 	must(t, err)
 	for _, e := range left {
@@ -185,6 +186,66 @@ func TestMoatServeRestartRemovesWhatACrashedServerLeft(t *testing.T) {
 	must(t, err)
 	if len(bundles) > 0 {
 		t.Errorf("after a restart, %d bundles are left", len(bundles))
+	}
+}
+
+// startServe starts moat serve on a loopback port with args and the API
+// key, and returns its URL, a function that stops it (SIGTERM, and
+// fails the test if it does not stop within two minutes), and one that
+// returns its log.
+func startServe(t *testing.T, key string, args ...string) (url string, stop func(), log func() string) {
+	t.Helper()
+	args = append(append(append([]string{}, moatFlags()...), "serve", "--listen", "127.0.0.1:0"), args...)
+	serve := exec.Command(moatBinary(t), args...)
+	serve.Env = append(os.Environ(), "MOAT_API_KEY="+key)
+	stderr, err := serve.StderrPipe()
+	must(t, err)
+	must(t, serve.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- serve.Wait() }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		serve.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("moat serve, told to stop: %v", err)
+			}
+		case <-time.After(2 * time.Minute):
+			serve.Process.Kill()
+			<-exited
+			t.Error("moat serve did not stop within 2 minutes of SIGTERM; killed")
+		}
+	}
+	addr, log := serverAddress(t, stderr)
+	return "http://" + addr, stop, log
+}
+
+// runSDKScript runs testdata/e2b/<script> with node against the server
+// at url, from the SDK's directory, and fails the test unless it says
+// all its checks passed.
+func runSDKScript(t *testing.T, node, sdk, script, url, key string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), e2bScriptTimeout)
+	defer cancel()
+	path := filepath.Join(sdk, script)
+	data, err := os.ReadFile(filepath.Join("testdata/e2b", script))
+	must(t, err)
+	must(t, os.WriteFile(path, data, 0o644))
+	cmd := exec.CommandContext(ctx, node, path)
+	cmd.Dir = sdk
+	cmd.Env = append(os.Environ(), "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url, "E2B_API_KEY="+key, "E2B_DOMAIN=")
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	t.Logf("SDK script %s:\n%s", script, out)
+	if err != nil {
+		t.Errorf("the SDK script failed: %v", err)
+	} else if !strings.Contains(string(out), "all checks passed") {
+		t.Error("the SDK script ended without saying all checks passed")
 	}
 }
 

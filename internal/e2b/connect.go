@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -27,6 +28,9 @@ import (
 type rpcError struct {
 	Code    string `json:"code"`
 	Message string `json:"message,omitempty"`
+	// errno is a failed file operation's (file_errors.go), which /files
+	// answers with a status of its own.
+	errno syscall.Errno
 }
 
 func (e *rpcError) Error() string { return e.Code + ": " + e.Message }

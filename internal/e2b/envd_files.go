@@ -10,13 +10,16 @@ import (
 	"mime/multipart"
 	"net/http"
 	"path"
-	"strings"
+	"strconv"
+
+	"github.com/moat-sandbox/moat/internal/control"
 )
 
 // envd's file transfer: GET /files downloads a file, POST /files uploads
 // files (multipart/form-data, one part named "file" per file, or the
-// body itself as application/octet-stream). The data goes through cat in
-// the sandbox, as the request's user.
+// body itself as application/octet-stream). The data streams through a
+// pipe to or from the sandbox's sentry, which reads or writes the file
+// as the request's user (guest_files.go).
 
 // writeInfo is what POST /files answers for each file written.
 type writeInfo struct {
@@ -36,7 +39,11 @@ func envdError(w http.ResponseWriter, status int, format string, args ...any) {
 // maps to.
 func envdErrorFor(w http.ResponseWriter, err error) {
 	e := asRPCError(err)
-	envdError(w, rpcStatus(e.Code), "%s", e.Message)
+	status := rpcStatus(e.Code)
+	if e.errno != 0 {
+		status = errnoStatus(e.errno)
+	}
+	envdError(w, status, "%s", e.Message)
 }
 
 func download(w http.ResponseWriter, r *http.Request, sb *sandbox, u guestUser) {
@@ -46,54 +53,21 @@ func download(w http.ResponseWriter, r *http.Request, sb *sandbox, u guestUser) 
 		return
 	}
 	p := u.resolve(q)
-	e, err := sb.stat(r.Context(), u, p)
-	if err != nil {
-		envdErrorFor(w, err)
-		return
+	started := false
+	err := sb.inst.readFile(r.Context(), fileUser(u), p, func(e control.FileEntry) io.Writer {
+		started = true
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
+		w.Header().Set("Content-Length", strconv.FormatInt(e.Size, 10))
+		w.WriteHeader(http.StatusOK)
+		return w
+	})
+	if err != nil && !started {
+		// Not opened: a directory is EISDIR, 400, as envd answers it.
+		envdErrorFor(w, fileFailure(err))
 	}
-	if e.Type == fileTypeDirectory {
-		envdError(w, http.StatusBadRequest, "path %s is a directory", p)
-		return
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
-	if e.Type == fileTypeFile {
-		w.Header().Set("Content-Length", e.Size)
-	}
-	// The status goes out with the first byte: a cat that fails at once
-	// still gets its error answered.
-	lw := &lazyWriter{w: w}
-	code, stderr, err := sb.run(r.Context(), u, nil, lw, "cat", "--", p)
-	if lw.started {
-		return // a short body tells the client that the copy broke
-	}
-	if err == nil && code != 0 {
-		err = toolError("cat", code, stderr)
-		if strings.Contains(stderr, "Permission denied") {
-			err = rpcErrorf(codePermissionDenied, "%s: %s", p, stderr)
-		}
-	}
-	if err != nil {
-		w.Header().Del("Content-Length")
-		w.Header().Del("Content-Disposition")
-		envdErrorFor(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusOK) // an empty file
-}
-
-// lazyWriter sends the response's status only when the first byte comes.
-type lazyWriter struct {
-	w       http.ResponseWriter
-	started bool
-}
-
-func (l *lazyWriter) Write(b []byte) (int, error) {
-	if !l.started {
-		l.started = true
-		l.w.WriteHeader(http.StatusOK)
-	}
-	return l.w.Write(b)
+	// Once the data has started, a short body tells the client that the
+	// copy broke.
 }
 
 func upload(w http.ResponseWriter, r *http.Request, sb *sandbox, u guestUser) {
@@ -171,20 +145,11 @@ func upload(w http.ResponseWriter, r *http.Request, sb *sandbox, u guestUser) {
 }
 
 // writeFile writes data to p (absolute), making its directory first, and
-// replacing what p held.
+// replacing what p held; a new file is u's, 0644 as under the usual
+// umask.
 func (sb *sandbox) writeFile(r *http.Request, u guestUser, p string, data io.Reader) (writeInfo, error) {
-	code, stderr, err := sb.run(r.Context(), u, data, nil, "sh", "-c", `mkdir -p -- "$2" && cat > "$1"`, "sh", p, path.Dir(p))
-	if err != nil {
-		return writeInfo{}, err
-	}
-	if code != 0 {
-		switch {
-		case strings.Contains(stderr, "Permission denied"):
-			return writeInfo{}, rpcErrorf(codePermissionDenied, "%s: %s", p, stderr)
-		case strings.Contains(stderr, "Is a directory"):
-			return writeInfo{}, rpcErrorf(codeInvalidArgument, "path %s is a directory", p)
-		}
-		return writeInfo{}, toolError("write", code, stderr)
+	if err := sb.inst.writeFile(r.Context(), fileUser(u), p, 0o644, data); err != nil {
+		return writeInfo{}, fileFailure(err)
 	}
 	return writeInfo{Name: path.Base(p), Type: "file", Path: p}, nil
 }

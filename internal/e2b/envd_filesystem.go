@@ -1,21 +1,22 @@
 package e2b
 
 import (
-	"bytes"
 	"context"
 	"io/fs"
 	"path"
 	"sort"
 	"strconv"
-	"strings"
+	"syscall"
 	"time"
+
+	"github.com/moat-sandbox/moat/internal/control"
 )
 
 // envd's filesystem.Filesystem service (spec/envd/filesystem/
-// filesystem.proto), in protobuf's JSON mapping. The operations run the
-// image's own find, mkdir, mv and rm in the sandbox, as the request's
-// user: what they do is what that user could do from a shell there, and
-// what they report is parsed as untrusted text.
+// filesystem.proto), in protobuf's JSON mapping. The operations are the
+// sandbox's control socket's (guest_files.go), done by its sentry as the
+// request's user: what they do is what that user could do from a shell
+// there, on an image with no shell or tools as well.
 
 type entryInfo struct {
 	Name          string     `json:"name"`
@@ -60,95 +61,68 @@ type listDirResponse struct {
 	Entries []*entryInfo `json:"entries"`
 }
 
-// findFormat has find print, for each file, eight fields each ended by
-// a NUL, which no path holds: type, size, permission bits, owner, group,
-// modification time, path and symlink target.
-const findFormat = `%y\0%s\0%m\0%u\0%g\0%T@\0%p\0%l\0`
-
-const findFields = 8
-
-// findFiles runs find on p (absolute) with args before -printf, and parses
-// what it prints. A p that does not exist is not_found.
-func (sb *sandbox) findFiles(ctx context.Context, u guestUser, p string, args ...string) ([]*entryInfo, error) {
-	var out bytes.Buffer
-	argv := append([]string{"find", p}, args...)
-	argv = append(argv, "-printf", findFormat)
-	code, stderr, err := sb.run(ctx, u, nil, &out, argv...)
-	if err != nil {
-		return nil, err
-	}
-	if code != 0 {
-		if strings.Contains(stderr, "No such file or directory") {
-			return nil, rpcErrorf(codeNotFound, "path %s does not exist", p)
-		}
-		if strings.Contains(stderr, "Permission denied") {
-			return nil, rpcErrorf(codePermissionDenied, "%s: %s", p, stderr)
-		}
-		return nil, toolError("find", code, stderr)
-	}
-	fields := strings.Split(out.String(), "\x00")
-	if len(fields)%findFields != 1 || fields[len(fields)-1] != "" {
-		return nil, rpcErrorf(codeInternal, "find printed %d fields, not a multiple of %d", len(fields)-1, findFields)
-	}
-	var entries []*entryInfo
-	for i := 0; i+findFields <= len(fields)-1; i += findFields {
-		entries = append(entries, parseEntry(fields[i:i+findFields]))
-	}
-	return entries, nil
-}
-
-// parseEntry makes an entry of find's fields.
-func parseEntry(f []string) *entryInfo {
-	perm, _ := strconv.ParseUint(f[2], 8, 32)
-	mode := fs.FileMode(perm) & fs.ModePerm
-	e := &entryInfo{Name: path.Base(f[6]), Path: f[6], Size: "0", Mode: uint32(mode), Owner: f[3], Group: f[4]}
-	if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-		e.Size = strconv.FormatInt(n, 10)
-	}
-	switch f[0] {
-	case "f":
-		e.Type = fileTypeFile
-	case "d":
-		e.Type = fileTypeDirectory
+// entryOf is envd's entry of e, its ids named by names.
+func entryOf(e control.FileEntry, names idNames) *entryInfo {
+	info := &entryInfo{Name: path.Base(e.Path), Path: e.Path, Size: strconv.FormatInt(e.Size, 10),
+		Mode: e.Mode & uint32(fs.ModePerm), Owner: names.owner(e), Group: names.group(e)}
+	mode := fs.FileMode(info.Mode)
+	switch e.Mode & syscall.S_IFMT {
+	case syscall.S_IFREG:
+		info.Type = fileTypeFile
+	case syscall.S_IFDIR:
+		info.Type = fileTypeDirectory
 		mode |= fs.ModeDir
-	case "l":
-		e.Type = fileTypeSymlink
+	case syscall.S_IFLNK:
+		info.Type = fileTypeSymlink
 		mode |= fs.ModeSymlink
-		target := f[7]
-		e.SymlinkTarget = &target
+		target := e.Target
+		info.SymlinkTarget = &target
+	case syscall.S_IFIFO:
+		info.Type = fileTypeUnspecified
+		mode |= fs.ModeNamedPipe
+	case syscall.S_IFSOCK:
+		info.Type = fileTypeUnspecified
+		mode |= fs.ModeSocket
+	case syscall.S_IFCHR:
+		info.Type = fileTypeUnspecified
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		info.Type = fileTypeUnspecified
+		mode |= fs.ModeDevice
 	default:
-		e.Type = fileTypeUnspecified
+		info.Type = fileTypeUnspecified
 		mode |= fs.ModeIrregular
 	}
-	e.Permissions = mode.String()
-	if t, ok := parseSeconds(f[5]); ok {
-		e.ModifiedTime = &t
-	}
-	return e
+	info.Permissions = mode.String()
+	modified := time.Unix(0, e.Mtime).UTC()
+	info.ModifiedTime = &modified
+	return info
 }
 
-// parseSeconds reads find's %T@, seconds since the epoch with a
-// fraction.
-func parseSeconds(v string) (time.Time, bool) {
-	sec, frac, _ := strings.Cut(v, ".")
-	s, err1 := strconv.ParseInt(sec, 10, 64)
-	ns, err2 := strconv.ParseInt((frac + "000000000")[:9], 10, 64)
-	if err1 != nil || err2 != nil {
-		return time.Time{}, false
+// entries are envd's entries of es, their ids named as the sandbox's
+// files name them.
+func (sb *sandbox) entries(ctx context.Context, es []control.FileEntry) []*entryInfo {
+	infos := make([]*entryInfo, 0, len(es))
+	if len(es) == 0 {
+		return infos
 	}
-	return time.Unix(s, ns).UTC(), true
+	names := sb.idNames(ctx)
+	for _, e := range es {
+		infos = append(infos, entryOf(e, names))
+	}
+	return infos
 }
 
-// stat is the entry of p itself, not following a symlink.
+// stat is the entry of p itself, a symlink not followed.
 func (sb *sandbox) stat(ctx context.Context, u guestUser, p string) (*entryInfo, error) {
-	entries, err := sb.findFiles(ctx, u, p, "-maxdepth", "0")
+	es, err := sb.inst.fileCall(ctx, control.OpStat, control.FileOp{Path: p, User: fileUser(u)})
 	if err != nil {
-		return nil, err
+		return nil, fileFailure(err)
 	}
-	if len(entries) != 1 {
-		return nil, rpcErrorf(codeInternal, "find gave %d entries for %s", len(entries), p)
+	if len(es) != 1 {
+		return nil, rpcErrorf(codeInternal, "stat %s: the sandbox answered %d entries", p, len(es))
 	}
-	return entries[0], nil
+	return sb.entries(ctx, es)[0], nil
 }
 
 func (sb *sandbox) statRPC(ctx context.Context, u guestUser, req *pathRequest) (*entryResponse, error) {
@@ -159,81 +133,65 @@ func (sb *sandbox) statRPC(ctx context.Context, u guestUser, req *pathRequest) (
 	return &entryResponse{Entry: e}, nil
 }
 
+// listDir lists the directory at the path (a symlink to one followed),
+// depth levels down, in the order of their paths: a path that is no
+// directory is invalid_argument (ENOTDIR), as envd has it.
 func (sb *sandbox) listDir(ctx context.Context, u guestUser, req *listDirRequest) (*listDirResponse, error) {
-	p := u.resolve(req.Path)
 	depth := req.Depth
 	if depth == 0 {
 		depth = 1
 	}
-	dir, err := sb.stat(ctx, u, p)
+	es, err := sb.inst.fileCall(ctx, control.OpList, control.FileOp{Path: u.resolve(req.Path), Depth: int(min(depth, maxListDepth)), User: fileUser(u)})
 	if err != nil {
-		return nil, err
+		return nil, fileFailure(err)
 	}
-	if dir.Type != fileTypeDirectory {
-		return nil, rpcErrorf(codeInvalidArgument, "path %s is not a directory", p)
-	}
-	entries, err := sb.findFiles(ctx, u, p, "-mindepth", "1", "-maxdepth", strconv.FormatUint(uint64(depth), 10))
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
-	if entries == nil {
-		entries = []*entryInfo{}
-	}
-	return &listDirResponse{Entries: entries}, nil
+	sort.Slice(es, func(i, j int) bool { return es[i].Path < es[j].Path })
+	return &listDirResponse{Entries: sb.entries(ctx, es)}, nil
 }
 
+// maxListDepth bounds how deep a listing goes: no path has more
+// components than this.
+const maxListDepth = 4096 / 2
+
+// makeDir makes the directory and those missing above it. As envd, one
+// that is there already (a symlink to one too) is already_exists, and a
+// file there is invalid_argument.
 func (sb *sandbox) makeDir(ctx context.Context, u guestUser, req *pathRequest) (*entryResponse, error) {
 	p := u.resolve(req.Path)
-	if e, err := sb.stat(ctx, u, p); err == nil {
-		if e.Type == fileTypeDirectory {
-			return nil, rpcErrorf(codeAlreadyExists, "directory %s already exists", p)
-		}
+	fu := fileUser(u)
+	// p/. is p followed, and a directory or ENOTDIR: os.Stat's view.
+	_, err := sb.inst.fileCall(ctx, control.OpStat, control.FileOp{Path: p + "/.", User: fu})
+	switch err := fileFailure(err); {
+	case err == nil:
+		return nil, rpcErrorf(codeAlreadyExists, "directory %s already exists", p)
+	case asRPCError(err).errno == syscall.ENOTDIR:
 		return nil, rpcErrorf(codeInvalidArgument, "path %s already exists and is not a directory", p)
-	} else if asRPCError(err).Code != codeNotFound {
+	case asRPCError(err).errno != syscall.ENOENT:
 		return nil, err
 	}
-	if err := sb.tool(ctx, u, "mkdir", "-p", "--", p); err != nil {
-		return nil, err
+	if _, err := sb.inst.fileCall(ctx, control.OpMkdir, control.FileOp{Path: p, User: fu}); err != nil {
+		return nil, fileFailure(err)
 	}
-	return sb.statRPC(ctx, u, &pathRequest{Path: p})
+	// envd answers with what it knows without a stat.
+	return &entryResponse{Entry: &entryInfo{Name: path.Base(p), Type: fileTypeDirectory, Path: p, Size: "0"}}, nil
 }
 
+// move renames the source to the destination, making the directories
+// above it, as envd: rename(2)'s rules, so a directory replaces only an
+// empty one.
 func (sb *sandbox) move(ctx context.Context, u guestUser, req *moveRequest) (*entryResponse, error) {
 	src, dst := u.resolve(req.Source), u.resolve(req.Destination)
-	if _, err := sb.stat(ctx, u, src); err != nil {
-		return nil, err
-	}
-	// As envd, the destination's directory is made if it is missing.
-	if err := sb.tool(ctx, u, "sh", "-c", `mkdir -p -- "$3" && mv -T -- "$1" "$2"`, "sh", src, dst, path.Dir(dst)); err != nil {
-		return nil, err
+	if _, err := sb.inst.fileCall(ctx, control.OpRename, control.FileOp{Path: src, To: dst, User: fileUser(u)}); err != nil {
+		return nil, fileFailure(err)
 	}
 	return sb.statRPC(ctx, u, &pathRequest{Path: dst})
 }
 
+// remove removes the path and what it holds, as rm -rf, except that a
+// path that is not there is not_found, as the SDKs expect.
 func (sb *sandbox) remove(ctx context.Context, u guestUser, req *pathRequest) (*empty, error) {
-	p := u.resolve(req.Path)
-	if _, err := sb.stat(ctx, u, p); err != nil {
-		return nil, err
-	}
-	if err := sb.tool(ctx, u, "rm", "-rf", "--", p); err != nil {
-		return nil, err
+	if _, err := sb.inst.fileCall(ctx, control.OpRemove, control.FileOp{Path: u.resolve(req.Path), User: fileUser(u)}); err != nil {
+		return nil, fileFailure(err)
 	}
 	return &empty{}, nil
-}
-
-// tool runs a command that prints nothing worth keeping and fails with
-// an error of its stderr.
-func (sb *sandbox) tool(ctx context.Context, u guestUser, args ...string) error {
-	code, stderr, err := sb.run(ctx, u, nil, nil, args...)
-	if err != nil {
-		return err
-	}
-	if code != 0 {
-		if strings.Contains(stderr, "Permission denied") {
-			return rpcErrorf(codePermissionDenied, "%s: %s", args[0], stderr)
-		}
-		return toolError(args[0], code, stderr)
-	}
-	return nil
 }

@@ -6,16 +6,19 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/moat-sandbox/moat/internal/control"
 )
 
 // envd's directory watches, streaming (WatchDir) and polled
 // (CreateWatcher, GetWatcherEvents, RemoveWatcher). moat has no inotify
 // reaching out of the sandbox yet, so a watch compares listings of the
-// directory made by find in the sandbox, every watchPoll: a change shows
-// within one period, changes to one file within one period are one
-// event, a file made and removed within one is missed, and a rename is
-// a removal and a creation.
+// directory, which the sandbox's sentry makes (OpList), every
+// watchPoll: a change shows within one period, changes to one file
+// within one period are one event, a file made and removed within one
+// is missed, and a rename is a removal and a creation.
 
 // watchPoll is how often a watched directory is listed.
 const watchPoll = 250 * time.Millisecond
@@ -46,31 +49,29 @@ type watchDirResponse struct {
 
 // fileState is what a listing tells of one file.
 type fileState struct {
-	kind, size, perm, mtime string
+	mode        uint32 // st_mode: type and permission bits
+	size, mtime int64
 }
 
-// snapshot lists dir (recursively or not) by path relative to it.
+// watchDepth is how deep a recursive watch lists: as deep as a listing
+// goes.
+const watchDepth = maxListDepth
+
+// snapshot lists dir (recursively or not) by path relative to it: a dir
+// that is gone is not_found, one that is no directory invalid_argument.
 func (sb *sandbox) snapshot(ctx context.Context, u guestUser, dir string, recursive bool) (map[string]fileState, error) {
-	args := []string{"-mindepth", "1"}
-	if !recursive {
-		args = append(args, "-maxdepth", "1")
+	depth := 1
+	if recursive {
+		depth = watchDepth
 	}
-	var out strings.Builder
-	argv := append(append([]string{"find", dir}, args...), "-printf", `%y\0%s\0%m\0%T@\0%P\0`)
-	code, stderr, err := sb.run(ctx, u, nil, &out, argv...)
+	es, err := sb.inst.fileCall(ctx, control.OpList, control.FileOp{Path: dir, Depth: depth, User: fileUser(u)})
 	if err != nil {
-		return nil, err
+		return nil, fileFailure(err)
 	}
-	if code != 0 {
-		if strings.Contains(stderr, "No such file or directory") {
-			return nil, rpcErrorf(codeNotFound, "watched directory %s is gone", dir)
-		}
-		return nil, toolError("find", code, stderr)
-	}
-	f := strings.Split(out.String(), "\x00")
-	snap := make(map[string]fileState, len(f)/5)
-	for i := 0; i+5 <= len(f)-1; i += 5 {
-		snap[f[i+4]] = fileState{kind: f[i], size: f[i+1], perm: f[i+2], mtime: f[i+3]}
+	snap := make(map[string]fileState, len(es))
+	for _, e := range es {
+		rel := strings.TrimPrefix(strings.TrimPrefix(e.Path, dir), "/")
+		snap[rel] = fileState{mode: e.Mode, size: e.Size, mtime: e.Mtime}
 	}
 	return snap, nil
 }
@@ -81,14 +82,14 @@ func changes(old, cur map[string]fileState) []filesystemEvent {
 	for name, now := range cur {
 		was, ok := old[name]
 		switch {
-		case !ok || was.kind != now.kind:
+		case !ok || was.mode&syscall.S_IFMT != now.mode&syscall.S_IFMT:
 			if ok {
 				evs = append(evs, filesystemEvent{Name: name, Type: eventRemove})
 			}
 			evs = append(evs, filesystemEvent{Name: name, Type: eventCreate})
 		case was.size != now.size || was.mtime != now.mtime:
 			evs = append(evs, filesystemEvent{Name: name, Type: eventWrite})
-		case was.perm != now.perm:
+		case was.mode != now.mode:
 			evs = append(evs, filesystemEvent{Name: name, Type: eventChmod})
 		}
 	}
@@ -101,24 +102,9 @@ func changes(old, cur map[string]fileState) []filesystemEvent {
 	return evs
 }
 
-// watchedDir checks that p is a directory to watch.
-func (sb *sandbox) watchedDir(ctx context.Context, u guestUser, p string) error {
-	e, err := sb.stat(ctx, u, p)
-	if err != nil {
-		return err
-	}
-	if e.Type != fileTypeDirectory {
-		return rpcErrorf(codeInvalidArgument, "path %s is not a directory", p)
-	}
-	return nil
-}
-
 func watchCall(w http.ResponseWriter, r *http.Request, sb *sandbox, u guestUser) {
 	serveStream(w, r, func(ctx context.Context, req *watchDirRequest, s *stream) error {
 		dir := u.resolve(req.Path)
-		if err := sb.watchedDir(ctx, u, dir); err != nil {
-			return err
-		}
 		prev, err := sb.snapshot(ctx, u, dir, req.Recursive)
 		if err != nil {
 			return err
@@ -182,9 +168,6 @@ type watcherEventsResponse struct {
 
 func (sb *sandbox) createWatcher(ctx context.Context, u guestUser, req *watchDirRequest) (*createWatcherResponse, error) {
 	dir := u.resolve(req.Path)
-	if err := sb.watchedDir(ctx, u, dir); err != nil {
-		return nil, err
-	}
 	snap, err := sb.snapshot(ctx, u, dir, req.Recursive)
 	if err != nil {
 		return nil, err

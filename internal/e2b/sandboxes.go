@@ -3,11 +3,8 @@ package e2b
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -38,6 +35,8 @@ type sandbox struct {
 	procs    map[uint32]*process
 	watchers map[string]*watcher
 	dead     bool
+
+	names namesCache // of the sandbox's /etc/passwd and /etc/group
 }
 
 // registry holds the running sandboxes.
@@ -176,89 +175,4 @@ func (sb *sandbox) spec(u guestUser, args []string, cwd string, env map[string]s
 	}
 	return &specs.Process{Args: args, Env: list, Cwd: u.resolve(cwd),
 		User: specs.User{UID: u.uid, GID: u.gid}, Capabilities: capabilities(u.uid)}
-}
-
-// maxStderr bounds what run keeps of a tool's stderr, for messages.
-const maxStderr = 4 << 10
-
-// run runs args as u to its end, with stdin (nil: empty) and stdout
-// (nil: discarded), and returns its status and stderr. It is how the file
-// operations act on the sandbox's files.
-func (sb *sandbox) run(ctx context.Context, u guestUser, stdin io.Reader, stdout io.Writer, args ...string) (int, string, error) {
-	var in, inW, outR, outW, errR, errW *os.File
-	closeAll := func(fs ...*os.File) {
-		for _, f := range fs {
-			if f != nil {
-				f.Close()
-			}
-		}
-	}
-	var err error
-	if stdin == nil {
-		in, err = os.Open(os.DevNull)
-	} else {
-		in, inW, err = os.Pipe()
-	}
-	if err == nil {
-		outR, outW, err = os.Pipe()
-	}
-	if err == nil {
-		errR, errW, err = os.Pipe()
-	}
-	if err != nil {
-		closeAll(in, inW, outR, outW, errR, errW)
-		return 0, "", err
-	}
-	e, err := sb.inst.exec(sb.spec(u, args, "/", nil), in, outW, errW)
-	closeAll(in, outW, errW) // the sentry holds its own
-	if err != nil {
-		closeAll(inW, outR, errR)
-		return 0, "", err
-	}
-	ended := make(chan struct{})
-	var stderr limitedBuffer
-	var pumps sync.WaitGroup
-	pumps.Add(2)
-	go func() { defer pumps.Done(); pump(outR, stdout, ended) }()
-	go func() { defer pumps.Done(); pump(errR, &stderr, ended) }()
-	if inW != nil {
-		// Waited for: the caller may go on reading what stdin reads
-		// (the next part of a multipart body).
-		pumps.Add(1)
-		go func() {
-			defer pumps.Done()
-			io.Copy(inW, stdin)
-			inW.Close()
-		}()
-		go func() {
-			<-ended
-			inW.SetWriteDeadline(time.Now().Add(drainGrace)) // a child left behind may hold stdin unread
-		}()
-	}
-	stop := context.AfterFunc(ctx, e.abandon)
-	code := e.wait()
-	stop()
-	close(ended)
-	pumps.Wait()
-	return code, stderr.String(), ctx.Err()
-}
-
-// limitedBuffer keeps the first maxStderr bytes written to it.
-type limitedBuffer struct{ b bytes.Buffer }
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := maxStderr - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (l *limitedBuffer) String() string { return strings.TrimSpace(l.b.String()) }
-
-// toolError is the error of a tool that failed.
-func toolError(tool string, code int, stderr string) error {
-	if stderr == "" {
-		stderr = fmt.Sprintf("exit status %d", code)
-	}
-	return rpcErrorf(codeInternal, "%s: %s", tool, stderr)
 }
