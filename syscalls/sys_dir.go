@@ -93,19 +93,12 @@ func setCwd(t *kernel.Task, p vfs.Path) error {
 	if err != nil {
 		return err
 	}
-	if err := mayAccess(t, &st, vfs.MayExec); err != nil {
+	c := t.FSCreds()
+	if err := c.Permission(&st, vfs.MayExec); err != nil {
 		return err
 	}
 	t.FS().SetCwd(p)
 	return nil
-}
-
-// mayAccess checks the task's file-system credentials against st.
-func mayAccess(t *kernel.Task, st *vfs.Stat, want uint32) error {
-	c := t.Creds()
-	c.Lock()
-	defer c.Unlock()
-	return vfs.MayAccess(st, c.FSUID, append([]uint32{c.FSGID}, c.Groups...), want)
 }
 
 // Readlink implements Linux syscall readlink(2).
@@ -170,7 +163,17 @@ func faccessat(t *kernel.Task, dirfd int32, pathAddr uintptr, mode uint32, flags
 	if mode&^(unix.R_OK|unix.W_OK|unix.X_OK) != 0 || flags&^(unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
 		return 0, unix.EINVAL
 	}
-	p, err := lookupAt(t, dirfd, pathAddr, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags)
+	// The real ids ask, unless AT_EACCESS: the path walk as well as the
+	// final check.
+	creds := t.AccessCreds()
+	if flags&unix.AT_EACCESS != 0 {
+		creds = t.FSCreds()
+	}
+	name, err := copyInPath(t, pathAddr)
+	if err != nil {
+		return 0, err
+	}
+	p, err := lookupNameAs(t, &creds, dirfd, name, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags)
 	if err != nil {
 		return 0, err
 	}
@@ -181,15 +184,19 @@ func faccessat(t *kernel.Task, dirfd int32, pathAddr uintptr, mode uint32, flags
 		if err != nil {
 			return 0, err
 		}
-		return 0, mayAccess(t, &st, mode)
+		return 0, creds.Permission(&st, mode)
 	}
 	st, err := p.Dentry.Inode().Stat()
 	if err != nil {
 		return 0, err
 	}
-	// No file system is writable yet, except devices.
-	if mode&unix.W_OK != 0 && st.Type() != unix.S_IFCHR && p.Mount.Flags&unix.MS_RDONLY != 0 {
-		return 0, unix.EROFS
+	// As Linux's do_faccessat: writing is refused on a read-only mount
+	// for the types it stores (a device or a FIFO writes elsewhere).
+	switch st.Type() {
+	case unix.S_IFREG, unix.S_IFDIR, unix.S_IFLNK:
+		if mode&unix.W_OK != 0 && p.Mount.Flags&unix.MS_RDONLY != 0 {
+			return 0, unix.EROFS
+		}
 	}
-	return 0, mayAccess(t, &st, mode)
+	return 0, creds.Permission(&st, mode)
 }

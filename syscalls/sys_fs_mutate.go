@@ -10,10 +10,8 @@ import (
 
 // fsCreds returns the credentials file operations check for t.
 func fsCreds(t *kernel.Task) *vfs.Creds {
-	c := t.Creds()
-	c.Lock()
-	defer c.Unlock()
-	return &vfs.Creds{FSUID: c.FSUID, FSGID: c.FSGID, Groups: append([]uint32(nil), c.Groups...), Caps: c.CapEffective}
+	c := t.FSCreds()
+	return &c
 }
 
 // targetAt resolves the path at pathAddr, relative to dirfd, up to its last

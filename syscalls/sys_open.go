@@ -169,11 +169,8 @@ func openPath(t *kernel.Task, p vfs.Path, flags int, created bool) (*vfs.File, e
 		want |= vfs.MayWrite
 	}
 	if !created {
-		c := t.Creds()
-		c.Lock()
-		err = vfs.MayAccess(&st, c.FSUID, append([]uint32{c.FSGID}, c.Groups...), want)
-		c.Unlock()
-		if err != nil {
+		c := t.FSCreds()
+		if err := c.Permission(&st, want); err != nil {
 			return nil, err
 		}
 	}

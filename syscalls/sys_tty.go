@@ -85,7 +85,7 @@ func openPeer(t *kernel.Task, master *vfs.File, m ptyMaster, flags int) (int32, 
 	mnt := master.Path().Mount
 	var p vfs.Path
 	if mnt != nil {
-		p, _ = vfs.Resolver{Root: mnt.Root(), Start: mnt.Root(), Caller: t}.Lookup(name, false)
+		p, _ = vfs.Resolver{Root: mnt.Root(), Start: mnt.Root(), Caller: t, Creds: vfs.KernelCreds}.Lookup(name, false)
 	}
 	f := vfs.NewFile(impl, p, flags&unix.O_ACCMODE|flags&fileStatusFlags)
 	defer f.DecRef()

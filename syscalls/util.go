@@ -49,6 +49,13 @@ func lookupAt(t *kernel.Task, dirfd int32, pathAddr uintptr, follow bool, flags 
 
 // lookupNameAt is lookupAt for a path already copied in.
 func lookupNameAt(t *kernel.Task, dirfd int32, name string, follow bool, flags int) (vfs.Path, error) {
+	return lookupNameAs(t, nil, dirfd, name, follow, flags)
+}
+
+// lookupNameAs is lookupNameAt with credentials other than the task's own
+// file-system ones searching the directories (access(2)'s real ids); nil
+// means the task's.
+func lookupNameAs(t *kernel.Task, creds *vfs.Creds, dirfd int32, name string, follow bool, flags int) (vfs.Path, error) {
 	var err error
 	if name == "" && flags&unix.AT_EMPTY_PATH != 0 {
 		if dirfd == unix.AT_FDCWD {
@@ -71,7 +78,11 @@ func lookupNameAt(t *kernel.Task, dirfd int32, name string, follow bool, flags i
 			return vfs.Path{}, err
 		}
 	}
-	return t.Resolver(start).Lookup(name, follow)
+	res := t.Resolver(start)
+	if creds != nil {
+		res.Creds = *creds
+	}
+	return res.Lookup(name, follow)
 }
 
 // copyOutStruct writes the bytes of *p to guest memory.

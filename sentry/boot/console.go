@@ -46,7 +46,7 @@ func attachConsole(root vfs.Path, in *kernel.InitSpec) error {
 // a new pty of the devpts at /dev/pts and opens the pty's replica: one
 // open file, for the process's fds 0, 1 and 2.
 func newConsole(root vfs.Path, host int) (*devpts.Console, *vfs.File, error) {
-	res := vfs.Resolver{Root: root, Start: root}
+	res := vfs.Resolver{Root: root, Start: root, Creds: vfs.KernelCreds}
 	pts, err := res.Lookup("/dev/pts", true)
 	fs := (*devpts.FS)(nil)
 	if err == nil {

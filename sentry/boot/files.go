@@ -40,14 +40,11 @@ const (
 // deeper than any path names is refused rather than walked without end.
 const maxRemoveDepth = vfs.PathMax / 2
 
-// step resolves one component below the directory cur, which the user
-// must be allowed to search, as Linux's path walk checks each directory
-// it passes through (may_lookup): vfs.Resolver itself checks none.
+// step resolves one component below the directory cur, as the user: the
+// resolver checks search permission on each directory it looks a name up
+// in (Linux's may_lookup), those a symlink leads through included.
 func (a *fileActor) step(cur vfs.Path, comp string, follow bool) (vfs.Path, error) {
-	if err := a.searchable(cur); err != nil {
-		return vfs.Path{}, err
-	}
-	return vfs.Resolver{Root: a.root, Start: cur}.Lookup(comp, follow)
+	return vfs.Resolver{Root: a.root, Start: cur, Creds: *a.creds}.Lookup(comp, follow)
 }
 
 // searchable checks that dir is a directory the user may search.

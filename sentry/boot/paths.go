@@ -24,7 +24,7 @@ func applyPathRules(root vfs.Path, linux *specs.Linux, mf *memfile.File) error {
 	if linux == nil {
 		return nil
 	}
-	res := vfs.Resolver{Root: root, Start: root}
+	res := vfs.Resolver{Root: root, Start: root, Creds: vfs.KernelCreds}
 	for _, name := range linux.ReadonlyPaths {
 		p, err := res.Lookup(path.Clean("/"+name), true)
 		if err == unix.ENOENT {

@@ -208,10 +208,7 @@ func (t *Task) coreDumpSize(m mm.MapInfo) uint64 {
 func (t *Task) createCoreFile() (*vfs.File, error) {
 	_, cwd := t.fs.Get()
 	res := t.Resolver(cwd)
-	c := t.creds
-	c.Lock()
-	creds := &vfs.Creds{FSUID: c.FSUID, FSGID: c.FSGID, Groups: append([]uint32(nil), c.Groups...), Caps: c.CapEffective}
-	c.Unlock()
+	creds := &res.Creds
 	if target, err := res.LookupTarget(CorePattern); err == nil {
 		vfs.Unlink(creds, target) // as Linux: if there was none, or it stays, the create says
 	}

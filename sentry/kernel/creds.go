@@ -1,6 +1,10 @@
 package kernel
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/moat-sandbox/moat/sentry/vfs"
+)
 
 // Credentials are a task's user and group ids and capabilities.
 type Credentials struct {
@@ -45,4 +49,29 @@ func (c *Credentials) Fork() *Credentials {
 		SGID: c.SGID, FSGID: c.FSGID, Groups: append([]uint32(nil), c.Groups...), CapEffective: c.CapEffective,
 		CapPermitted: c.CapPermitted, CapInheritable: c.CapInheritable, CapBounding: c.CapBounding,
 		CapAmbient: c.CapAmbient, keepCaps: c.keepCaps}
+}
+
+// FSCreds returns the credentials file operations check for t now: its
+// fsuid, fsgid, groups and effective capabilities. The groups are shared,
+// not copied: setgroups replaces the slice, never writes into it.
+func (t *Task) FSCreds() vfs.Creds {
+	c := t.creds
+	c.Lock()
+	defer c.Unlock()
+	return vfs.Creds{FSUID: c.FSUID, FSGID: c.FSGID, Groups: c.Groups, Caps: c.CapEffective}
+}
+
+// AccessCreds returns the credentials access(2) checks with: the real
+// uid and gid in place of the file-system ones, and, as Linux's
+// access_override_creds gives them, the permitted capabilities for a real
+// uid of 0 and none for any other.
+func (t *Task) AccessCreds() vfs.Creds {
+	c := t.creds
+	c.Lock()
+	defer c.Unlock()
+	caps := uint64(0)
+	if c.UID == 0 {
+		caps = c.CapPermitted
+	}
+	return vfs.Creds{FSUID: c.UID, FSGID: c.GID, Groups: c.Groups, Caps: caps}
 }

@@ -65,17 +65,20 @@ type ExecTarget struct {
 }
 
 // openExec resolves name for execution and opens it: it must be a regular
-// file with an execute bit.
+// file the resolver's credentials may execute.
 func (k *Kernel) openExec(res vfs.Resolver, name string) (execFile, error) {
 	p, err := res.Lookup(name, true)
 	if err != nil {
 		return execFile{}, err
 	}
-	return k.openExecPath(p)
+	return k.openExecPath(p, &res.Creds)
 }
 
-// openExecPath opens a resolved program. Nothing on a noexec mount runs.
-func (k *Kernel) openExecPath(p vfs.Path) (execFile, error) {
+// openExecPath opens a resolved program for creds, as Linux's
+// do_open_execat: a regular file they have execute permission on (root's
+// capabilities pass only a file with some execute bit), on a mount that
+// is not noexec. Read permission is not needed.
+func (k *Kernel) openExecPath(p vfs.Path, creds *vfs.Creds) (execFile, error) {
 	if p.Mount != nil && p.Mount.Flags&unix.MS_NOEXEC != 0 {
 		return execFile{}, unix.EACCES
 	}
@@ -83,8 +86,11 @@ func (k *Kernel) openExecPath(p vfs.Path) (execFile, error) {
 	if err != nil {
 		return execFile{}, err
 	}
-	if st.Type() != unix.S_IFREG || st.Mode&0o111 == 0 {
+	if st.Type() != unix.S_IFREG {
 		return execFile{}, unix.EACCES
+	}
+	if err := creds.Permission(&st, vfs.MayExec); err != nil {
+		return execFile{}, err
 	}
 	impl, err := p.Dentry.Inode().Open(unix.O_RDONLY)
 	if err != nil {
@@ -127,14 +133,14 @@ func (k *Kernel) loadProgram(target ExecTarget, creds *Credentials, unsafe execU
 		)
 		switch {
 		case depth == 0 && target.Path != nil:
-			f, err = k.openExecPath(*target.Path)
+			f, err = k.openExecPath(*target.Path, &res.Creds)
 		case depth == 0 && target.NoFollow:
 			var p vfs.Path
 			if p, err = res.Lookup(name, false); err == nil {
 				if st, _ := p.Dentry.Inode().Stat(); st.Type() == unix.S_IFLNK {
 					err = unix.ELOOP
 				} else {
-					f, err = k.openExecPath(p)
+					f, err = k.openExecPath(p, &res.Creds)
 				}
 			}
 		default:

@@ -90,7 +90,7 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 		return nil, nil, &InitError{Msg: "process.args is empty"}
 	}
 	root := k.Root
-	cwd, err := vfs.Resolver{Root: root, Start: root}.Lookup(s.Cwd, true)
+	cwd, err := vfs.Resolver{Root: root, Start: root, Creds: vfs.KernelCreds}.Lookup(s.Cwd, true)
 	if err == nil && !cwd.Dentry.IsDir() {
 		err = unix.ENOTDIR
 	}
@@ -102,7 +102,9 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 	creds.CapEffective, creds.CapPermitted, creds.CapInheritable = s.CapEffective, s.CapPermitted, s.CapInheritable
 	creds.CapBounding = s.CapBounding
 	creds.CapAmbient = s.CapAmbient & s.CapPermitted & s.CapInheritable
-	res := vfs.Resolver{Root: root, Start: cwd}
+	// The program is found and opened as the user that runs it.
+	res := vfs.Resolver{Root: root, Start: cwd,
+		Creds: vfs.Creds{FSUID: s.UID, FSGID: s.GID, Groups: s.Groups, Caps: creds.CapEffective}}
 
 	name, err := k.findExecutable(res, s.Argv[0], s.Env)
 	if err != nil {

@@ -157,10 +157,11 @@ func (t *Task) SetComm(s string) {
 	t.tg.mu.Unlock()
 }
 
-// Resolver resolves paths relative to start for this task.
+// Resolver resolves paths relative to start for this task, with its
+// file-system credentials.
 func (t *Task) Resolver(start vfs.Path) vfs.Resolver {
 	root, _ := t.fs.Get()
-	return vfs.Resolver{Root: root, Start: start, Caller: t}
+	return vfs.Resolver{Root: root, Start: start, Caller: t, Creds: t.FSCreds()}
 }
 
 // CopyIn, CopyOut and CopyInString move data across the guest boundary.

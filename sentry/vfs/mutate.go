@@ -47,56 +47,6 @@ type DirWriter interface {
 	Rename(oldName string, newDir Inode, newName string, flags uint32) error
 }
 
-// Creds are the credentials a file operation is checked against: the
-// caller's file-system ids, supplementary groups and effective
-// capabilities (bit 1<<CAP_*).
-type Creds struct {
-	FSUID, FSGID uint32
-	Groups       []uint32
-	Caps         uint64
-}
-
-func (c *Creds) capable(cap uint) bool { return c.Caps&(1<<cap) != 0 }
-
-func (c *Creds) inGroup(gid uint32) bool {
-	if gid == c.FSGID {
-		return true
-	}
-	for _, g := range c.Groups {
-		if g == gid {
-			return true
-		}
-	}
-	return false
-}
-
-// ownerOrCapable is Linux's inode_owner_or_capable.
-func (c *Creds) ownerOrCapable(st *Stat) bool {
-	return st.UID == c.FSUID || c.capable(unix.CAP_FOWNER)
-}
-
-// Permission is Linux's generic_permission: the mode bits for the
-// caller's class, then CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH.
-func (c *Creds) Permission(st *Stat, want uint32) error {
-	perm := st.Mode & 0o7
-	if st.UID == c.FSUID {
-		perm = st.Mode >> 6 & 0o7
-	} else if c.inGroup(st.GID) {
-		perm = st.Mode >> 3 & 0o7
-	}
-	if want&^perm == 0 {
-		return nil
-	}
-	isDir := st.Type() == unix.S_IFDIR
-	if c.capable(unix.CAP_DAC_OVERRIDE) && (isDir || want&MayExec == 0 || st.Mode&0o111 != 0) {
-		return nil
-	}
-	if c.capable(unix.CAP_DAC_READ_SEARCH) && (want == MayRead || isDir && want&MayWrite == 0) {
-		return nil
-	}
-	return unix.EACCES
-}
-
 // Target is a name a call creates, removes or renames: the directory that
 // holds it, the path's last component, and whether the path ended in "/".
 // Name is ".", ".." or "/" (the root itself) when the path ended so; the
@@ -131,6 +81,10 @@ func (r Resolver) LookupTarget(name string) (Target, error) {
 	}
 	if !t.Dir.Dentry.isDir {
 		return Target{}, unix.ENOTDIR
+	}
+	// The last component is looked up in its directory too.
+	if err := r.Creds.maySearch(t.Dir.Dentry); err != nil {
+		return Target{}, err
 	}
 	if len(t.Name) > NameMax {
 		return Target{}, unix.ENAMETOOLONG

@@ -72,7 +72,7 @@ func newTree(t *testing.T) *tree {
 	return tr
 }
 
-func (tr *tree) res() vfs.Resolver { return vfs.Resolver{Root: tr.root, Start: tr.root} }
+func (tr *tree) res() vfs.Resolver { return vfs.Resolver{Root: tr.root, Start: tr.root, Creds: *root} }
 
 func (tr *tree) target(name string) vfs.Target {
 	tr.t.Helper()

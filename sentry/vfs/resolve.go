@@ -8,11 +8,15 @@ import (
 
 // Resolver resolves paths for one task: Root is its root directory ("/" and
 // the limit of ".."), Start the directory relative paths begin at (its
-// working directory, or a directory fd's path), Caller the task.
+// working directory, or a directory fd's path), Caller the task, and
+// Creds the credentials every directory a name is looked up in must grant
+// search permission to. The zero Creds are an unprivileged root user's:
+// the kernel's own lookups say KernelCreds.
 type Resolver struct {
 	Root   Path
 	Start  Path
 	Caller Caller
+	Creds  Creds
 }
 
 // Lookup resolves name. With followFinal, a symlink in the last component
@@ -48,6 +52,11 @@ func (r Resolver) Lookup(name string, followFinal bool) (Path, error) {
 		last := strings.TrimLeft(next, "/") == ""
 		if !cur.Dentry.isDir {
 			return Path{}, unix.ENOTDIR
+		}
+		// Linux checks search permission before every component, "." and
+		// ".." included.
+		if err := r.Creds.maySearch(cur.Dentry); err != nil {
+			return Path{}, err
 		}
 		switch comp {
 		case ".":

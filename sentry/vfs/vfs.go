@@ -112,36 +112,9 @@ func NewAnonDev() uint64 {
 	return unix.Mkdev(0, 16+anonDevs.Add(1))
 }
 
-// Access bits for MayAccess.
+// Access bits for Creds.Permission.
 const (
 	MayExec  = 1
 	MayWrite = 2
 	MayRead  = 4
 )
-
-// MayAccess applies the owner/group/other permission bits of st for a
-// caller with fsuid and groups (fsgid first). fsuid 0 may read and write
-// anything, and execute anything with an execute bit or that is a directory.
-func MayAccess(st *Stat, fsuid uint32, groups []uint32, want uint32) error {
-	if fsuid == 0 {
-		if want&MayExec != 0 && st.Type() != unix.S_IFDIR && st.Mode&0o111 == 0 {
-			return unix.EACCES
-		}
-		return nil
-	}
-	perm := st.Mode & 0o7
-	if st.UID == fsuid {
-		perm = st.Mode >> 6 & 0o7
-	} else {
-		for _, g := range groups {
-			if g == st.GID {
-				perm = st.Mode >> 3 & 0o7
-				break
-			}
-		}
-	}
-	if want&^perm != 0 {
-		return unix.EACCES
-	}
-	return nil
-}

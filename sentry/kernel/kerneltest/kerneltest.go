@@ -148,7 +148,7 @@ func (s *Sandbox) ReadFile(name string) []byte {
 // with MS_* flags.
 func (s *Sandbox) Mount(name string, d *vfs.Dentry, fsType string, flags int) {
 	s.T.Helper()
-	p, err := vfs.Resolver{Root: s.Root, Start: s.Root}.Lookup(name, true)
+	p, err := vfs.Resolver{Root: s.Root, Start: s.Root, Creds: *rootCreds}.Lookup(name, true)
 	if err != nil {
 		s.T.Fatalf("mount point %s: %v", name, err)
 	}
@@ -160,7 +160,7 @@ func (s *Sandbox) Mount(name string, d *vfs.Dentry, fsType string, flags int) {
 // Lookup resolves name from the root, not following a final symlink.
 func (s *Sandbox) Lookup(name string) vfs.Path {
 	s.T.Helper()
-	p, err := vfs.Resolver{Root: s.Root, Start: s.Root}.Lookup(name, false)
+	p, err := vfs.Resolver{Root: s.Root, Start: s.Root, Creds: *rootCreds}.Lookup(name, false)
 	if err != nil {
 		s.T.Fatalf("lookup %s: %v", name, err)
 	}
@@ -169,7 +169,7 @@ func (s *Sandbox) Lookup(name string) vfs.Path {
 
 func (s *Sandbox) target(name string) vfs.Target {
 	s.T.Helper()
-	tg, err := vfs.Resolver{Root: s.Root, Start: s.Root}.LookupTarget(name)
+	tg, err := vfs.Resolver{Root: s.Root, Start: s.Root, Creds: *rootCreds}.LookupTarget(name)
 	if err != nil {
 		s.T.Fatalf("lookup %s: %v", name, err)
 	}

@@ -69,14 +69,6 @@ func (e *endpoint) autobindLocked() error {
 	return unix.ENOSPC
 }
 
-// fsCreds are t's credentials for a change to the file system.
-func fsCreds(t *kernel.Task) *vfs.Creds {
-	c := t.Creds()
-	c.Lock()
-	defer c.Unlock()
-	return &vfs.Creds{FSUID: c.FSUID, FSGID: c.FSGID, Groups: append([]uint32(nil), c.Groups...), Caps: c.CapEffective}
-}
-
 // resolver resolves a socket's path name as Linux does, from the working
 // directory.
 func resolver(t *kernel.Task) vfs.Resolver {
@@ -107,7 +99,8 @@ func (ns *namespace) find(t *kernel.Task, addr []byte, typ int) (*endpoint, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := fsCreds(t).Permission(&st, vfs.MayWrite); err != nil {
+	c := t.FSCreds()
+	if err := c.Permission(&st, vfs.MayWrite); err != nil {
 		return nil, err
 	}
 	if st.Type() != unix.S_IFSOCK {

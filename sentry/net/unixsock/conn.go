@@ -41,8 +41,8 @@ func (e *endpoint) Bind(t *kernel.Task, addr []byte) error {
 	if err != nil {
 		return err
 	}
-	creds := fsCreds(t)
-	p, err := vfs.MakeSocket(creds, tg, 0o777&^t.FS().Umask())
+	creds := t.FSCreds()
+	p, err := vfs.MakeSocket(&creds, tg, 0o777&^t.FS().Umask())
 	if err == unix.EEXIST {
 		return unix.EADDRINUSE
 	}
@@ -59,7 +59,7 @@ func (e *endpoint) Bind(t *kernel.Task, addr []byte) error {
 		// Linux makes the node first, then finds the socket bound and
 		// removes the node again.
 		e.ns.mu.Unlock()
-		vfs.Unlink(creds, tg)
+		vfs.Unlink(&creds, tg)
 		return unix.EINVAL
 	}
 	// A node whose inode number the host reused after the old node went:

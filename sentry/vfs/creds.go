@@ -1,0 +1,77 @@
+package vfs
+
+import "golang.org/x/sys/unix"
+
+// Creds are the credentials a file operation is checked against: the
+// caller's file-system ids, supplementary groups and effective
+// capabilities (bit 1<<CAP_*).
+type Creds struct {
+	FSUID, FSGID uint32
+	Groups       []uint32
+	Caps         uint64
+}
+
+// KernelCreds are the credentials of the kernel's own lookups (the
+// container's working directory, the console): every capability, so no
+// directory's mode stops them.
+var KernelCreds = Creds{Caps: ^uint64(0)}
+
+func (c *Creds) capable(cap uint) bool { return c.Caps&(1<<cap) != 0 }
+
+func (c *Creds) inGroup(gid uint32) bool {
+	if gid == c.FSGID {
+		return true
+	}
+	for _, g := range c.Groups {
+		if g == gid {
+			return true
+		}
+	}
+	return false
+}
+
+// ownerOrCapable is Linux's inode_owner_or_capable.
+func (c *Creds) ownerOrCapable(st *Stat) bool {
+	return st.UID == c.FSUID || c.capable(unix.CAP_FOWNER)
+}
+
+// Permission is Linux's generic_permission: the mode bits for the
+// caller's class, then CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH.
+func (c *Creds) Permission(st *Stat, want uint32) error {
+	perm := st.Mode & 0o7
+	if st.UID == c.FSUID {
+		perm = st.Mode >> 6 & 0o7
+	} else if c.inGroup(st.GID) {
+		perm = st.Mode >> 3 & 0o7
+	}
+	if want&^perm == 0 {
+		return nil
+	}
+	isDir := st.Type() == unix.S_IFDIR
+	if c.capable(unix.CAP_DAC_OVERRIDE) && (isDir || want&MayExec == 0 || st.Mode&0o111 != 0) {
+		return nil
+	}
+	if c.capable(unix.CAP_DAC_READ_SEARCH) && (want == MayRead || isDir && want&MayWrite == 0) {
+		return nil
+	}
+	return unix.EACCES
+}
+
+// searchesAll reports whether c may search every directory whatever its
+// mode: CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH each grant it.
+func (c *Creds) searchesAll() bool {
+	return c.capable(unix.CAP_DAC_OVERRIDE) || c.capable(unix.CAP_DAC_READ_SEARCH)
+}
+
+// maySearch is Linux's may_lookup: a name is looked up in dir only if the
+// caller may search it (execute permission on a directory).
+func (c *Creds) maySearch(dir *Dentry) error {
+	if c.searchesAll() {
+		return nil
+	}
+	st, err := dir.inode.Stat()
+	if err != nil {
+		return err
+	}
+	return c.Permission(&st, MayExec)
+}
