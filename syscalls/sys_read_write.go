@@ -219,7 +219,8 @@ func Sendfile(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err := sendfileSource(in, offAddr != 0); err != nil {
 		return 0, err
 	}
-	buf := make([]byte, min(count, 1<<16))
+	buf := copyBuffer(int(min(count, spliceChunk)))
+	defer putCopyBuffer(buf)
 	done := uint64(0)
 	for done < count {
 		if done > 0 && t.Interrupted() {

@@ -1,6 +1,8 @@
 package syscalls
 
 import (
+	"sync"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/linuxabi"
@@ -22,6 +24,28 @@ const spliceFlags = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK | unix.SPLICE_F_
 // spliceChunk bounds the sentry buffer of one step of a copy between
 // files.
 const spliceChunk = 1 << 16
+
+// copyBuffers are the spliceChunk-byte buffers sendfile, splice, tee and
+// copy_file_range move data through, reused across calls: a fresh one per
+// call cost a 64 KiB allocation and its zeroing. A copy writes out only
+// what it read into the buffer, so what a buffer held before never leaves.
+var copyBuffers = sync.Pool{New: func() any { return new([spliceChunk]byte) }}
+
+// copyBuffer returns a buffer of n bytes for one step of a copy: a pooled
+// one when n fits spliceChunk (a pipe grown past 64 KiB may take more at
+// once). putCopyBuffer gives it back.
+func copyBuffer(n int) []byte {
+	if n > spliceChunk {
+		return make([]byte, n)
+	}
+	return copyBuffers.Get().(*[spliceChunk]byte)[:n]
+}
+
+func putCopyBuffer(b []byte) {
+	if cap(b) == spliceChunk {
+		copyBuffers.Put((*[spliceChunk]byte)(b[:spliceChunk]))
+	}
+}
 
 // getFile is fdget: an O_PATH descriptor is no file for these calls.
 func getFile(t *kernel.Task, fd int32) (*vfs.File, error) {
@@ -145,7 +169,8 @@ func fileToPipe(t *kernel.Task, in *vfs.File, at *int64, out pipe.Pipe, n int, n
 	if err != nil {
 		return 0, err
 	}
-	buf := make([]byte, min(n, room))
+	buf := copyBuffer(min(n, room))
+	defer putCopyBuffer(buf)
 	var got int
 	if at != nil {
 		got, err = in.Pread(vfs.NewIOSeqBuffer(buf).WithContext(t), *at)
@@ -181,7 +206,8 @@ func pipeToFile(t *kernel.Task, in pipe.Pipe, out *vfs.File, at *int64, n int, n
 			}
 			return 0, err
 		}
-		buf := in.Peek(min(avail, n-done, spliceChunk))
+		buf := copyBuffer(min(avail, n-done, spliceChunk))
+		buf = buf[:in.Peek(buf)]
 		var w int
 		if at != nil {
 			w, err = out.Pwrite(vfs.NewIOSeqBuffer(buf).WithContext(t), *at)
@@ -189,7 +215,8 @@ func pipeToFile(t *kernel.Task, in pipe.Pipe, out *vfs.File, at *int64, n int, n
 		} else {
 			w, err = out.Write(vfs.NewIOSeqBuffer(buf).WithContext(t))
 		}
-		in.Take(make([]byte, w))
+		in.Discard(w)
+		putCopyBuffer(buf)
 		done += w
 		if err != nil || w < len(buf) {
 			if done > 0 {
@@ -216,10 +243,11 @@ func pipeToPipe(t *kernel.Task, in, out pipe.Pipe, n int, nonblock, keep bool) (
 	if avail == 0 {
 		return 0, nil
 	}
-	buf := in.Peek(min(n, avail, room))
-	put, err := out.Put(buf)
+	buf := copyBuffer(min(n, avail, room))
+	defer putCopyBuffer(buf)
+	put, err := out.Put(buf[:in.Peek(buf)])
 	if put > 0 && !keep {
-		in.Take(make([]byte, put))
+		in.Discard(put)
 	}
 	if put == 0 {
 		return 0, err
@@ -374,7 +402,8 @@ func CopyFileRange(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	count = min(count, linuxabi.MAX_RW_COUNT)
 	done := int64(0)
-	buf := make([]byte, min(count, spliceChunk))
+	buf := copyBuffer(int(min(count, spliceChunk)))
+	defer putCopyBuffer(buf)
 	for done < count {
 		if done > 0 && t.Interrupted() {
 			break

@@ -82,23 +82,38 @@ func (h Pipe) WaitRoom(ctx vfs.Context, nonblock bool) (int, error) {
 	}
 }
 
-// Peek copies up to n bytes from the front of the pipe, leaving them.
-func (h Pipe) Peek(n int) []byte {
+// Peek copies up to len(b) bytes from the front of the pipe into b,
+// leaving them there, and returns how many.
+func (h Pipe) Peek(b []byte) int {
 	p := h.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n = min(n, p.n)
-	out := make([]byte, n)
-	for i := range out {
-		out[i] = p.buf[(p.head+i)%len(p.buf)]
-	}
-	return out
+	n := min(len(b), p.n)
+	k := copy(b[:n], p.buf[p.head:min(p.head+n, p.cap)])
+	copy(b[k:n], p.buf[:n-k])
+	return n
 }
 
-// Take moves up to len(b) bytes from the pipe into b, without waiting.
-func (h Pipe) Take(b []byte) int {
-	n, _ := (&ReadEnd{h.p}).Read(vfs.NewIOSeqBuffer(b), 0)
-	return n
+// Discard drops the first n bytes of the pipe, what a splice moved out
+// after Peek: unlike a read, it may end inside a packet (O_DIRECT), whose
+// rest stays, as Linux's splice leaves the rest of a pipe buffer.
+func (h Pipe) Discard(n int) {
+	p := h.p
+	p.mu.Lock()
+	n = min(n, p.n)
+	if n > 0 {
+		p.head = (p.head + n) % p.cap
+		p.n -= n
+	}
+	for n > 0 && len(p.packets) > 0 {
+		k := min(n, p.packets[0])
+		if p.packets[0] -= k; p.packets[0] == 0 {
+			p.packets = p.packets[1:]
+		}
+		n -= k
+	}
+	p.mu.Unlock()
+	p.queue.Notify(waiter.WritableEvents)
 }
 
 // Put adds b to the pipe, without waiting: as much as there is room for.
