@@ -58,7 +58,11 @@ func download(w http.ResponseWriter, r *http.Request, sb *sandbox, u guestUser) 
 		started = true
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
-		w.Header().Set("Content-Length", strconv.FormatInt(e.Size, 10))
+		if e.Size > 0 {
+			// A file of size 0 may still have data: /proc's are made
+			// as they are read. Its length then goes unsaid (chunked).
+			w.Header().Set("Content-Length", strconv.FormatInt(e.Size, 10))
+		}
 		w.WriteHeader(http.StatusOK)
 		return w
 	})

@@ -33,7 +33,7 @@ func TestDownloadStreamsTheFileOrAnswersEnvdsStatus(t *testing.T) {
 		!strings.Contains(w.Header().Get("Content-Disposition"), `filename=big.bin`) {
 		t.Errorf("download: %d, %d bytes, headers %v", w.Code, w.Body.Len(), w.Header())
 	}
-	if w := get(sb, plainUser, "/data/empty"); w.Code != 200 || w.Body.Len() != 0 || w.Header().Get("Content-Length") != "0" {
+	if w := get(sb, plainUser, "/data/empty"); w.Code != 200 || w.Body.Len() != 0 {
 		t.Errorf("an empty file: %d %q %v", w.Code, w.Body.String(), w.Header())
 	}
 	for p, want := range map[string]int{"/data/nope": 404, "/data": 400, "/data/secret": 403} {
