@@ -119,6 +119,24 @@ const info = await sbx.files.getInfo('/tmp/dir/sub')
 eq('getInfo of a directory', [info.type, info.name, info.permissions], ['dir', 'sub', 'drwxr-xr-x'])
 eq('getInfo names its owner and group', [info.owner, info.group], ['root', 'root'])
 await sbx.files.remove('/tmp/dir/sub')
+
+// As another user, the kernel's permission checks decide, and what the
+// user makes is theirs.
+const failure = async (fn) => {
+  try {
+    await fn()
+    return 'no error'
+  } catch (err) {
+    return String(err && err.message)
+  }
+}
+const listRoot = await failure(() => sbx.files.list('/root', { user: 'nobody' }))
+check('nobody may not list /root: permission_denied', listRoot.includes('permission_denied'), listRoot)
+const readShadow = await failure(() => sbx.files.read('/etc/shadow', { user: 'nobody' }))
+check('nobody may not read /etc/shadow: 403', readShadow.startsWith('403'), readShadow)
+await sbx.files.write('/tmp/nobodys.txt', 'n', { user: 'nobody' })
+const nobodys = await sbx.files.getInfo('/tmp/nobodys.txt')
+eq('a file nobody writes is nobody\'s', [nobodys.owner, nobodys.group], ['nobody', 'nogroup'])
 eq('remove takes the tree', await sbx.files.exists('/tmp/dir/sub/b.txt'), false)
 await throws('reading a missing file', () => sbx.files.read('/tmp/nope'), NotFoundError)
 await throws('listing a missing directory', () => sbx.files.list('/tmp/nope'), NotFoundError)
