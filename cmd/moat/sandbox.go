@@ -149,6 +149,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		root, source := hostOrigin(m.Source)
 		binds = append(binds, control.Bind{Index: m.Index, HostRoot: root, HostSource: source})
 	}
+	reserveFDTable(goferFDs, goferEnds[0])
 	goferArgs = append(goferArgs, goferPrivilegeArgs(b.Spec.Process)...)
 	if mode := os.Getenv(hostCallsEnv); mode != "" {
 		goferArgs = append(goferArgs, "--host-calls", mode)
