@@ -56,7 +56,9 @@ func TestE2BSDKRunsUnchangedOnMoatServe(t *testing.T) {
 // (testdata/e2b/sdk_bare.mjs) on a template that holds one static
 // program, the sandbox's init at /bin/sleep: no shell, no coreutils, no
 // /etc/passwd. The sentry does every file operation itself, so they
-// work there as on Debian; a command cannot run, and says so.
+// work there as on Debian; a command cannot run, and says so. It also
+// creates a sandbox whose network denies all, and is refused one that
+// allows out.
 func TestE2BSDKFilesNeedNoToolsInTheImage(t *testing.T) {
 	node := sdkNode(t)
 	if _, err := exec.LookPath("gcc"); err != nil {

@@ -184,8 +184,8 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		problem = "autoPause: moat serve cannot pause sandboxes yet"
 	case req.AllowInternetAccess != nil && *req.AllowInternetAccess:
 		problem = "allow_internet_access: moat serve's sandboxes have no network beyond their loopback yet"
-	case len(req.Network) > 0 && string(req.Network) != "null":
-		problem = "network: moat serve's sandboxes have no network beyond their loopback yet"
+	case networkProblem(req.Network) != "":
+		problem = networkProblem(req.Network)
 	case len(req.VolumeMounts) > 0 && string(req.VolumeMounts) != "null":
 		problem = "volumeMounts: moat serve has no volumes"
 	case len(req.MCP) > 0 && string(req.MCP) != "null":

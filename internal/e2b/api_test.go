@@ -62,7 +62,8 @@ func TestBadCreateRequestsGetE2BsErrorWithTheirStatus(t *testing.T) {
 		{`{"templateID":"nosuch"}`, 404, `"nosuch" not found`},
 		{`{"templateID":"base","autoPause":true}`, 400, "autoPause"},
 		{`{"templateID":"base","allow_internet_access":true}`, 400, "allow_internet_access"},
-		{`{"templateID":"base","network":{"allowOut":["1.1.1.1"]}}`, 400, "network"},
+		{`{"templateID":"base","network":{"allowOut":["1.1.1.1"]}}`, 400, "network.allowOut"},
+		{`{"templateID":"base","network":{"rules":{}}}`, 400, "network"},
 	} {
 		code, body := call(t, s, "POST", "/v2/sandboxes", "the-key", c.body)
 		msg, _ := body["message"].(string)
@@ -215,5 +216,24 @@ func TestACreateWhoseBootFailsGets500AndLeavesNothingBehind(t *testing.T) {
 	s.metrics.write(&out, 0, nil)
 	if !strings.Contains(out.String(), `moat_serve_creates_total{outcome="error"} 1`) {
 		t.Errorf("the failed create is not counted as one:\n%s", out.String())
+	}
+}
+
+func TestNetworksThatDenyAreHonouredAndTheRestRefused(t *testing.T) {
+	for raw, refused := range map[string]bool{
+		``: false, `null`: false, `{}`: false,
+		`{"denyOut":["0.0.0.0/0"]}`:       false, // all of it: loopback only is that
+		`{"denyOut":["10.0.0.0/8"]}`:      false, // less of it: still nothing goes out
+		`{"allowPublicTraffic":false}`:    false,
+		`{"allowOut":["1.1.1.1"]}`:        true,
+		`{"allowOut":[],"denyOut":[]}`:    false,
+		`{"allowPublicTraffic":true}`:     true,
+		`{"maskRequestHost":"x:${PORT}"}`: true,
+		`{"egress":"all"}`:                true, // unknown: refused, not ignored
+		`[1]`:                             true,
+	} {
+		if got := networkProblem(json.RawMessage(raw)); (got != "") != refused {
+			t.Errorf("%s: %q, want refused %v", raw, got, refused)
+		}
 	}
 }

@@ -101,6 +101,19 @@ eq('an octet-stream upload arrives whole', sha256(await sbx.files.read('/tmp/oct
 
 eq('kill kills', await sbx.kill(), true)
 
+// A network that denies is what a sandbox has (its loopback alone); one
+// that allows out is refused, not ignored.
+const closed = await Sandbox.create('bare', { timeoutMs: 60_000, allowInternetAccess: false, network: { denyOut: ['0.0.0.0/0'] } })
+eq('a sandbox without internet access is made', await closed.isRunning(), true)
+await closed.kill()
+let refusal = 'no error'
+try {
+  await Sandbox.create('bare', { network: { allowOut: ['1.1.1.1'] } })
+} catch (err) {
+  refusal = String(err && err.message)
+}
+check('a network that allows out is refused with 400', refusal.startsWith('400') && refusal.includes('allowOut'), refusal)
+
 if (failures > 0) {
   console.log(`${failures} checks failed`)
   process.exit(1)
