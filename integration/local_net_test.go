@@ -194,7 +194,8 @@ func TestSandboxNetworkHostSideRunsConfined(t *testing.T) {
 			}
 			st := procStatus(t, found[0])
 			want := map[string]string{"Uid": "65534\t65534\t65534\t65534", "Gid": "65534\t65534\t65534\t65534",
-				"CapEff": "0000000000000000", "CapPrm": "0000000000000000", "CapBnd": "0000000000000000", "NoNewPrivs": "1"}
+				"CapEff": "0000000000000000", "CapPrm": "0000000000000000", "CapBnd": "0000000000000000", "NoNewPrivs": "1",
+				"Seccomp": "2"}
 			for k, v := range want {
 				if st[k] != v {
 					t.Errorf("moat usernet's %s is %q, want %q", k, st[k], v)

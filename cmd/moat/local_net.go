@@ -66,6 +66,9 @@ func startLocalNetwork(p localPolicy, log func(string, ...any)) (_ *localNetwork
 	if os.Geteuid() == 0 {
 		args = append(args, "--user", idsArg(confine.IDs{UID: uint32(confine.Nobody.Host), GID: uint32(confine.Nobody.HostGroup)}))
 	}
+	if mode := os.Getenv(hostCallsEnv); mode != "" {
+		args = append(args, "--host-calls", mode) // the audit mode, as the sentry's and the gofer's
+	}
 	var opened []*os.File
 	closeAll := func() {
 		for _, f := range opened {

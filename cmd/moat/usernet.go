@@ -39,6 +39,11 @@ func usernetMain(args []string) int {
 	upstream := fs.String("upstream", "", "")
 	allow := fs.String("allow", "", "")
 	user := fs.String("user", "", "")
+	var hostCalls confine.Mode
+	fs.Func("host-calls", "", func(v string) (err error) {
+		hostCalls, err = confine.ParseMode(v)
+		return err
+	})
 	err := fs.Parse(args)
 	logw := os.NewFile(usernetLogFD, "usernet-log")
 	logf := func(format string, args ...any) { fmt.Fprintf(logw, format+"\n", args...) }
@@ -54,7 +59,7 @@ func usernetMain(args []string) int {
 		ids, err = parseIDs(*user)
 	}
 	if err == nil {
-		err = confineUsernet(ids)
+		err = confineUsernet(ids, hostCalls)
 	}
 	var n *usernet.Net
 	if err == nil {
@@ -73,16 +78,25 @@ func usernetMain(args []string) int {
 
 // confineUsernet shuts the process in (in the namespaces the CLI started
 // it in: all but the network's, which it dials out of): its root becomes
-// an empty read-only directory, every capability goes and it becomes ids
-// (the overflow user when root runs moat sandbox). What it needs of the
-// host it was given: the resolver's address, and descriptors.
-func confineUsernet(ids *confine.IDs) error {
+// an empty read-only directory, every capability goes, it becomes ids
+// (the overflow user when root runs moat sandbox), and its host calls are
+// the allowlist's (confine.UsernetCalls; hostCalls "log" is the audit
+// mode). What it needs of the host it was given: the resolver's address,
+// and descriptors.
+func confineUsernet(ids *confine.IDs, hostCalls confine.Mode) error {
 	if !confineFully {
 		return nil
 	}
 	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	poller, err := confine.StartPoller()
+	if err != nil {
+		return err
+	}
 	if err := confine.EnterEmptyRoot(); err != nil {
 		return err
 	}
-	return confine.DropPrivileges(0, ids)
+	if err := confine.DropPrivileges(0, ids); err != nil {
+		return err
+	}
+	return confine.UsernetCalls.With(poller.Calls()).Install(hostCalls)
 }

@@ -13,9 +13,10 @@ const securityDoc = "../../docs/security.md"
 
 // generated are docs/security.md's generated sections, by marker.
 var generated = map[string]func() string{
-	"sentry allowlist": SentryCalls.Markdown,
-	"gofer allowlist":  GoferCalls.With(Poller{}.Calls()).Markdown,
-	"kvm additions":    KVMCalls(nil).Markdown,
+	"sentry allowlist":  SentryCalls.Markdown,
+	"gofer allowlist":   GoferCalls.With(Poller{}.Calls()).Markdown,
+	"kvm additions":     KVMCalls(nil).Markdown,
+	"usernet allowlist": UsernetCalls.With(Poller{}.Calls()).Markdown,
 }
 
 // TestSecurityDocListsTheAllowlists: docs/security.md's tables are the
