@@ -26,7 +26,11 @@ func (i *inode) Stat() (vfs.Stat, error) {
 		return i.attr, nil
 	}
 	if i.stale {
-		a, err := i.fs.client.Stat(i.firstNode())
+		var a gofer.Attr
+		err := i.withNode(func(n gofer.NodeID) (err error) {
+			a, err = i.fs.client.Stat(n)
+			return err
+		})
 		if err != nil {
 			return vfs.Stat{}, err
 		}

@@ -44,6 +44,13 @@ type fs struct {
 	// whose attributes (the link count) stay right whichever name changes.
 	filesMu sync.Mutex
 	files   map[hostID]*inode
+
+	// The files whose nodes may be given back, and where each is named
+	// (evict.go).
+	lruMu       sync.Mutex
+	lru         nodeList
+	names       map[dirName]*inode
+	maxAttached int
 }
 
 // hostID is a file's identity on the host.
@@ -57,8 +64,9 @@ const maxCachedFDs = 4096
 type inode struct {
 	fs *fs
 	// node is the gofer's node for the file: a directory's never changes;
-	// another file's may be swapped for one in other (nodeMu), so read it
-	// with firstNode or viaNode.
+	// another file's may be swapped for one in other, or given back
+	// (detached) while the file is not in use (nodeMu), so use it through
+	// withNode or viaNode.
 	node gofer.NodeID
 	typ  uint32 // the S_IFMT bits, which never change
 	id   hostID
@@ -68,6 +76,17 @@ type inode struct {
 	// walked to goes (nodeMu).
 	nodeMu sync.Mutex
 	other  []gofer.NodeID
+	// For a file other than a directory, reached by a name: that name, so
+	// that its node may be given back while it is not in use and walked to
+	// again (evict.go); pins counts the calls using a node now (nodeMu).
+	parent *inode
+	name   string
+	pins   int
+	// Its place in fs.lru (lruMu), and whether it was used since its last
+	// turn there.
+	prev, next *inode
+	listed     bool
+	recent     atomic.Bool
 
 	// A directory's walk, for its look-ups (prefetch.go).
 	pfMu sync.Mutex
@@ -115,61 +134,76 @@ type inode struct {
 // cached in mf for mappings. A readonly tree (an image) never changes:
 // every file's pages may be cached for the sandbox's life.
 func New(c *gofer.Client, mf *memfile.File, readonly bool) (*vfs.Dentry, error) {
-	f := &fs{client: c, dev: vfs.NewAnonDev(), mf: mf, readonly: readonly, files: make(map[hostID]*inode)}
+	f := &fs{client: c, dev: vfs.NewAnonDev(), mf: mf, readonly: readonly, files: make(map[hostID]*inode),
+		names: make(map[dirName]*inode), maxAttached: attachedLimit}
 	a, err := c.Stat(gofer.RootNode)
 	if err != nil {
 		return nil, err
 	}
-	return vfs.NewRoot(f.newInode(gofer.RootNode, a)), nil
+	return vfs.NewRoot(f.newInode(nil, "", gofer.RootNode, a)), nil
 }
 
-// newInode returns the inode of node n, whose attributes are a: the one
-// the file already has if another of its names was reached before (n is
-// then one more way to it).
-func (f *fs) newInode(n gofer.NodeID, a gofer.Attr) *inode {
+// newInode returns the inode of node n, name in dir (nil for the root or an
+// unnamed file), whose attributes are a: the one the file already has if
+// another of its names was reached before (n is then one more way to it).
+func (f *fs) newInode(dir *inode, name string, n gofer.NodeID, a gofer.Attr) *inode {
 	i := &inode{fs: f, node: n, typ: a.Mode & unix.S_IFMT, id: hostID{a.Dev, a.Ino}}
 	i.rememberLocked(f.stat(a)) // no one else has i yet
-	if i.typ == unix.S_IFDIR || f.readonly {
-		return i // no hard links, or no changes to keep track of
+	named := dir != nil && i.typ != unix.S_IFDIR
+	if i.typ != unix.S_IFDIR && !f.readonly {
+		// Hard links are one inode, whose attributes (the link count) stay
+		// right whichever name changes.
+		f.filesMu.Lock()
+		old := f.files[i.id]
+		if old == nil {
+			f.files[i.id] = i
+		}
+		f.filesMu.Unlock()
+		if old != nil {
+			if old.addNode(n, dir, name) && named {
+				f.track(old, dir, name)
+			}
+			old.setAttr(a)
+			return old
+		}
 	}
-	f.filesMu.Lock()
-	defer f.filesMu.Unlock()
-	if old := f.files[i.id]; old != nil {
-		old.addNode(n)
-		old.setAttr(a)
-		return old
+	if named {
+		f.track(i, dir, name)
 	}
-	f.files[i.id] = i
 	return i
 }
 
-// addNode records n as another node of the file.
-func (i *inode) addNode(n gofer.NodeID) {
-	i.nodeMu.Lock()
-	i.other = append(i.other, n)
-	i.nodeMu.Unlock()
-}
-
-// firstNode is the node viaNode tries first, for calls that work on any
-// node of the file, reopenable or not (stat, readlink, link).
-func (i *inode) firstNode() gofer.NodeID {
+// addNode records n, name in dir, as another node of the file, or as its
+// node if it had given its own back, and then reports true. (A file that
+// gave its node back no longer keeps the host from giving its inode number
+// to a new file, should the host remove it behind the sandbox; the new
+// file would then be taken for another name of it.)
+func (i *inode) addNode(n gofer.NodeID, dir *inode, name string) bool {
 	i.nodeMu.Lock()
 	defer i.nodeMu.Unlock()
-	return i.node
+	if i.node == detached {
+		i.node, i.parent, i.name = n, dir, name
+		return true
+	}
+	i.other = append(i.other, n)
+	return false
 }
 
 // viaNode calls fn with a node of the file that can be reopened: the first,
 // else (ESTALE: its name is gone) each other one, which then comes first.
 func (i *inode) viaNode(fn func(gofer.NodeID) error) error {
-	i.nodeMu.Lock()
-	nodes := append([]gofer.NodeID{i.node}, i.other...)
-	i.nodeMu.Unlock()
-	var err error
+	nodes, err := i.pin()
+	if err != nil {
+		return err
+	}
+	defer i.unpin()
 	for k, n := range nodes {
 		if err = fn(n); err != unix.ESTALE {
 			if k > 0 {
 				i.nodeMu.Lock()
-				i.node, i.other[k-1] = n, i.node
+				if i.node == nodes[0] && k-1 < len(i.other) && i.other[k-1] == n {
+					i.node, i.other[k-1] = n, i.node
+				}
 				i.nodeMu.Unlock()
 			}
 			return err
@@ -200,7 +234,7 @@ func (i *inode) Lookup(name string) (vfs.Inode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return i.fs.newInode(n, a), nil
+	return i.fs.newInode(i, name, n, a), nil
 }
 
 // ReadDir implements vfs.Inode.
@@ -227,7 +261,11 @@ func (i *inode) Readlink() (string, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.target == "" {
-		t, err := i.fs.client.ReadLink(i.firstNode())
+		var t string
+		err := i.withNode(func(n gofer.NodeID) (err error) {
+			t, err = i.fs.client.ReadLink(n)
+			return err
+		})
 		if err != nil {
 			return "", err
 		}

@@ -29,7 +29,7 @@ func (i *inode) Create(name string, mode, uid, gid uint32) (vfs.Inode, error) {
 		return nil, err
 	}
 	i.markStale()
-	c := i.fs.newInode(n, a)
+	c := i.fs.newInode(i, name, n, a)
 	f, err := i.fs.hostFile(fd)
 	if err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func (i *inode) made(name string, n gofer.NodeID, a gofer.Attr, err error) (vfs.
 		return nil, err
 	}
 	i.markStale()
-	return i.fs.newInode(n, a), nil
+	return i.fs.newInode(i, name, n, a), nil
 }
 
 // Link implements vfs.DirWriter.
@@ -94,14 +94,21 @@ func (i *inode) Link(name string, target vfs.Inode) error {
 		return unix.EXDEV
 	}
 	i.forget(name)
-	n, a, err := i.fs.client.Link(i.node, t.firstNode(), name)
+	var n gofer.NodeID
+	var a gofer.Attr
+	err := t.withNode(func(tn gofer.NodeID) (err error) {
+		n, a, err = i.fs.client.Link(i.node, tn, name)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	// The dentry vfs makes for the new name holds target, whose link
 	// count and change time are now a's, and which can be opened
 	// through the new name's node once the old name is gone.
-	t.addNode(n)
+	if t.addNode(n, i, name) {
+		i.fs.track(t, i, name) // its own node was given back meanwhile
+	}
 	t.setAttr(a)
 	t.linkable = false
 	i.markStale()
@@ -119,6 +126,7 @@ func (i *inode) remove(name string, flags int) error {
 	if err := i.fs.client.Unlink(i.node, name, flags); err != nil {
 		return err
 	}
+	i.fs.removed(i, name)
 	i.markStale()
 	return nil
 }
@@ -134,6 +142,7 @@ func (i *inode) Rename(oldName string, newDir vfs.Inode, newName string, flags u
 	if err := i.fs.client.Rename(i.node, oldName, nd.node, newName, flags); err != nil {
 		return err
 	}
+	i.fs.renamed(i, oldName, nd, newName, flags)
 	i.markStale()
 	nd.markStale()
 	return nil
@@ -186,7 +195,11 @@ func (i *inode) SetAttr(a *vfs.Attr) error {
 
 // StatFS implements vfs.FSStater: the host file system's figures.
 func (i *inode) StatFS() (vfs.FSStat, error) {
-	s, err := i.fs.client.StatFS(i.firstNode())
+	var s gofer.StatFS
+	err := i.withNode(func(n gofer.NodeID) (err error) {
+		s, err = i.fs.client.StatFS(n)
+		return err
+	})
 	if err != nil {
 		return vfs.FSStat{}, err
 	}
@@ -201,7 +214,7 @@ func (i *inode) Tmpfile(mode, uid, gid uint32, linkable bool) (vfs.Inode, error)
 	if err != nil {
 		return nil, err
 	}
-	c := i.fs.newInode(n, a)
+	c := i.fs.newInode(nil, "", n, a)
 	f, err := i.fs.hostFile(fd)
 	if err != nil {
 		return nil, err
