@@ -22,10 +22,10 @@ func TestReserveFDTableSizesTheChildsTable(t *testing.T) {
 	defer f.Close()
 	byFD := map[int]*os.File{control.GoferServeFD: f}
 	reserveFDTable(byFD, f)
-	if byFD[control.GoferTableFD] == nil {
+	if byFD[control.TableFD] == nil {
 		var lim unix.Rlimit
 		unix.Getrlimit(unix.RLIMIT_NOFILE, &lim)
-		t.Skipf("RLIMIT_NOFILE %d is too low to pass fd %d", lim.Cur, control.GoferTableFD)
+		t.Skipf("RLIMIT_NOFILE %d is too low to pass fd %d", lim.Cur, control.TableFD)
 	}
 	cmd := exec.Command("/bin/cat", "/proc/self/status")
 	cmd.ExtraFiles = childFDs(byFD)
@@ -33,8 +33,8 @@ func TestReserveFDTableSizesTheChildsTable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cat /proc/self/status: %v", err)
 	}
-	if size := statusField(t, string(out), "FDSize"); size <= control.GoferTableFD {
-		t.Errorf("the child's descriptor table holds %d; want more than %d", size, control.GoferTableFD)
+	if size := statusField(t, string(out), "FDSize"); size <= control.TableFD {
+		t.Errorf("the child's descriptor table holds %d; want more than %d", size, control.TableFD)
 	}
 }
 
@@ -46,15 +46,15 @@ func TestReserveFDTableHeedsTheLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	low := lim
-	low.Cur = min(lim.Cur, control.GoferTableFD)
+	low.Cur = min(lim.Cur, control.TableFD)
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Setrlimit(unix.RLIMIT_NOFILE, &lim)
 	byFD := map[int]*os.File{control.GoferServeFD: os.Stdin}
 	reserveFDTable(byFD, os.Stdin)
-	if byFD[control.GoferTableFD] != nil {
-		t.Errorf("with RLIMIT_NOFILE %d, fd %d is passed", low.Cur, control.GoferTableFD)
+	if byFD[control.TableFD] != nil {
+		t.Errorf("with RLIMIT_NOFILE %d, fd %d is passed", low.Cur, control.TableFD)
 	}
 	cmd := exec.Command("/bin/true")
 	cmd.ExtraFiles = childFDs(byFD)

@@ -27,7 +27,7 @@ import (
 func goferMain(args []string) int {
 	// It only sized the descriptor table (fdtable.go); if it was not
 	// passed, nothing is there.
-	unix.Close(control.GoferTableFD)
+	unix.Close(control.TableFD)
 	a, err := parseGoferArgs(args)
 	var paths []string
 	if err == nil {

@@ -1,0 +1,48 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/control"
+)
+
+// TestSentryAndGoferStartWithTheirDescriptorTablesSized: the sentry and
+// the gofer of a running container have descriptor tables larger than
+// control.TableFD from the start, so that the host files they come to
+// hold do not make them wait out a grace period per doubling
+// (cmd/moat/fdtable.go), and neither still holds the descriptor that
+// sized it.
+func TestSentryAndGoferStartWithTheirDescriptorTablesSized(t *testing.T) {
+	var lim unix.Rlimit
+	must(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &lim))
+	if lim.Cur <= control.TableFD+16 {
+		t.Skipf("RLIMIT_NOFILE %d is too low for moat to pass fd %d", lim.Cur, control.TableFD)
+	}
+	e := newEnv(t)
+	e.config("sleep", "30")
+	if _, errOut, code := e.moatCmd("run", "--bundle", e.bundle, "--detach", "c"); code != 0 {
+		t.Fatalf("run --detach: exit %d: %s", code, errOut)
+	}
+	defer func() {
+		e.moatCmd("kill", "c", "KILL")
+		e.waitStatus("c", specs.StateStopped)
+		e.moatCmd("delete", "c")
+	}()
+	sentry := e.waitStatus("c", specs.StateRunning).Pid
+	for what, pid := range map[string]int{"sentry": sentry, "gofer": goferOf(t, e.bundle)} {
+		size, err := strconv.Atoi(procStatus(t, pid)["FDSize"])
+		must(t, err)
+		if size <= control.TableFD {
+			t.Errorf("%s %d: FDSize %d; want more than %d", what, pid, size, control.TableFD)
+		}
+		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, control.TableFD)); err == nil {
+			t.Errorf("%s %d still holds fd %d (%s), which only sized its table", what, pid, control.TableFD, target)
+		}
+	}
+}
