@@ -22,7 +22,9 @@
  * and EPOLLERR, a deleted fd is not reported, maxevents <= 0 is EINVAL, a
  * non-epoll fd is EINVAL, an epoll fd closed with its entries; epoll_pwait's
  * signal mask; epoll_pwait2's timespec timeout; the old epoll_create (size
- * must be positive, no close-on-exec). eventfd2 (and the flagless eventfd): a read returns the counter and resets it,
+ * must be positive, no close-on-exec); EPOLL_CTL_ADD and EPOLL_CTL_MOD of a
+ * file that is ready already wake a thread waiting in epoll_wait (Go's
+ * netpoller waits so while another thread adds a connected socket). eventfd2 (and the flagless eventfd): a read returns the counter and resets it,
  * EFD_SEMAPHORE reads 1 at a time, EFD_NONBLOCK gives EAGAIN at zero and at
  * the ceiling, 0xffffffffffffffff and short buffers are EINVAL, poll sees it.
  */
@@ -30,6 +32,7 @@
 #include "check.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -439,6 +442,54 @@ static void test_epoll_pwait(void)
 	close(p[1]);
 }
 
+struct ready_waiter {
+	int ep, n;
+	long long ms;
+	struct epoll_event ev;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct ready_waiter *w = arg;
+	long long t0 = check_now_ns();
+
+	w->n = epoll_wait(w->ep, &w->ev, 1, 3000);
+	w->ms = ms_since(t0);
+	return NULL;
+}
+
+/* A thread sleeps in epoll_wait; another adds (or modifies to) an item
+ * whose file is ready already: the sleeper wakes at once with it. */
+static void test_epoll_ctl_wakes_waiter(void)
+{
+	static const int ops[] = { EPOLL_CTL_ADD, EPOLL_CTL_MOD };
+	unsigned i;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		int op = ops[i];
+		struct ready_waiter w = { .ep = CHECK_OK(epoll_create1(0)) };
+		struct epoll_event ev = { .events = EPOLLOUT, .data.u64 = 9 };
+		pthread_t t;
+		int p[2];
+
+		CHECK_OK(pipe(p));
+		CHECK_EQ(write(p[1], "x", 1), 1);
+		if (op == EPOLL_CTL_MOD) /* a read end is never writable */
+			CHECK_OK(epoll_ctl(w.ep, EPOLL_CTL_ADD, p[0], &ev));
+		CHECK_EQ(pthread_create(&t, NULL, wait_thread, &w), 0);
+		usleep(100000); /* let it go to sleep */
+		ev.events = EPOLLIN;
+		CHECK_OK(epoll_ctl(w.ep, op, p[0], &ev));
+		CHECK_EQ(pthread_join(t, NULL), 0);
+		CHECK_EQ(w.n, 1);
+		CHECK_EQ(w.ev.data.u64, 9);
+		CHECK(w.ms < 1000);
+		close(p[0]);
+		close(p[1]);
+		close(w.ep);
+	}
+}
+
 static void test_eventfd(void)
 {
 	uint64_t v;
@@ -517,6 +568,7 @@ int main(int argc, char **argv)
 	test_epoll_ctl();
 	test_epoll_wait();
 	test_epoll_pwait();
+	test_epoll_ctl_wakes_waiter();
 	test_eventfd();
 	return check_finish();
 }

@@ -83,9 +83,9 @@ func (ep *File) Add(fd int32, f *vfs.File, ev Event) error {
 		}
 	}
 	ep.mu.Lock()
-	defer ep.mu.Unlock()
 	k := key{f, fd}
 	if _, ok := ep.interest[k]; ok {
+		ep.mu.Unlock()
 		return unix.EEXIST
 	}
 	it := &item{file: f, fd: fd, events: ev.Events, data: ev.Data}
@@ -95,8 +95,13 @@ func (ep *File) Add(fd int32, f *vfs.File, ev Event) error {
 		child.addParent(ep, 1)
 	}
 	w.EventRegister(it.entry)
-	if w.Readiness(mask(it.events)) != 0 {
+	ready := w.Readiness(mask(it.events)) != 0
+	if ready {
 		ep.readyLocked(it)
+	}
+	ep.mu.Unlock()
+	if ready {
+		ep.wake()
 	}
 	return nil
 }
@@ -104,17 +109,23 @@ func (ep *File) Add(fd int32, f *vfs.File, ev Event) error {
 // Modify implements EPOLL_CTL_MOD.
 func (ep *File) Modify(fd int32, f *vfs.File, ev Event) error {
 	ep.mu.Lock()
-	defer ep.mu.Unlock()
 	it, ok := ep.interest[key{f, fd}]
 	if !ok {
+		ep.mu.Unlock()
 		return unix.ENOENT
 	}
 	if ev.Events&eventExcl != 0 || it.events&eventExcl != 0 {
+		ep.mu.Unlock()
 		return unix.EINVAL // an exclusive wake-up is set once, at EPOLL_CTL_ADD
 	}
 	it.events, it.data, it.off = ev.Events, ev.Data, false
-	if f.Impl().(waiter.Waitable).Readiness(mask(it.events)) != 0 {
+	ready := f.Impl().(waiter.Waitable).Readiness(mask(it.events)) != 0
+	if ready {
 		ep.readyLocked(it)
+	}
+	ep.mu.Unlock()
+	if ready {
+		ep.wake()
 	}
 	return nil
 }
@@ -157,8 +168,16 @@ func (ep *File) markReady(it *item, m waiter.EventMask) {
 	}
 	ep.readyLocked(it)
 	ep.mu.Unlock()
-	ep.queue.Notify(waiter.ReadableEvents)
+	ep.wake()
 }
+
+// wake tells those in epoll_wait, and those polling the epoll fd (a
+// parent epoll among them), that an item became ready. EPOLL_CTL_ADD and
+// EPOLL_CTL_MOD of a file that is ready already must too, as Linux's
+// ep_insert and ep_modify do: another thread may be waiting in
+// epoll_wait (Go's netpoller always is while a goroutine connects), and
+// without the wake-up it would sleep through an event until its timeout.
+func (ep *File) wake() { ep.queue.Notify(waiter.ReadableEvents) }
 
 func (ep *File) readyLocked(it *item) {
 	if !it.ready && !it.off {

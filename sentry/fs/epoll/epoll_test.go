@@ -401,3 +401,46 @@ func atFDCWD() uintptr {
 	v := unix.AT_FDCWD
 	return uintptr(v)
 }
+
+// TestAddingAReadyFileWakesAThreadInEpollWait: EPOLL_CTL_ADD (and
+// EPOLL_CTL_MOD) of a file that is ready already wakes a thread waiting
+// in epoll_wait, as Linux's ep_insert does. Go's netpoller waits so while
+// another thread adds a socket whose loopback connect has completed; the
+// wait slept through the event until its timeout and Go's net tests hung.
+func TestAddingAReadyFileWakesAThreadInEpollWait(t *testing.T) {
+	run(t, func(g *fake.Guest) {
+		ep := newEpoll(t, g)
+		for _, op := range []uintptr{unix.EPOLL_CTL_ADD, unix.EPOLL_CTL_MOD} {
+			name := map[uintptr]string{unix.EPOLL_CTL_ADD: "EPOLL_CTL_ADD", unix.EPOLL_CTL_MOD: "EPOLL_CTL_MOD"}[op]
+			r, w := newPipe(t, g)
+			write(g, w, "x")
+			if op == unix.EPOLL_CTL_MOD {
+				ctl(g, ep, unix.EPOLL_CTL_ADD, r, unix.EPOLLOUT, 7) // a read end is never writable
+			}
+			waited := make(chan time.Duration, 1)
+			_, tidAddr, errno := g.Thread(func(g *fake.Guest) {
+				start := time.Now()
+				got := wait(t, g, ep, 4, 2*time.Second)
+				if len(got) != 1 || got[0].data != 7 {
+					t.Errorf("%s: epoll_wait woken with %v, want the pipe's event", name, got)
+				}
+				waited <- time.Since(start)
+			})
+			if errno != 0 {
+				t.Fatalf("clone: %v", errno)
+			}
+			// Let the thread go to sleep in epoll_wait first.
+			g.Compute(50 * time.Millisecond)
+			if errno := ctl(g, ep, op, r, unix.EPOLLIN, 7); errno != 0 {
+				t.Errorf("%s: %v", name, errno)
+			}
+			g.Join(tidAddr)
+			if d := <-waited; d > time.Second {
+				t.Errorf("%s: epoll_wait slept %v after the ready file was added; want a prompt wake-up", name, d)
+			}
+			ctl(g, ep, unix.EPOLL_CTL_DEL, r, 0, 0)
+			g.Call(unix.SYS_CLOSE, r)
+			g.Call(unix.SYS_CLOSE, w)
+		}
+	})
+}
