@@ -35,10 +35,18 @@ func (s *session) mutableDir(id NodeID) (*node, error) {
 
 // newNode walks to name, just made in dir, checks it is the file made
 // (ident, when the maker holds it open), sets its owner and mode, and
-// answers with its node and attributes.
+// answers with its node and attributes. Should it fail to walk there or to
+// set them, the name is removed again: the call fails whole, as Linux's
+// do, where a guest at the gofer's descriptor limit (EMFILE, answered as
+// ENFILE: the sandbox's table of files is full, not the guest's) was told
+// its mkdir failed and found the directory there.
 func (s *session) newNode(dir *node, name string, ident *unix.Stat_t, mode, uid, gid uint32) error {
 	fd, err := walkAt(dir.fd, name)
 	if err != nil {
+		unmake(dir, name, ident)
+		if err == unix.EMFILE {
+			err = unix.ENFILE
+		}
 		return err
 	}
 	var st unix.Stat_t
@@ -52,6 +60,7 @@ func (s *session) newNode(dir *node, name string, ident *unix.Stat_t, mode, uid,
 	}
 	if err := setOwnerMode(fd, &st, mode, uid, gid); err != nil {
 		unix.Close(fd)
+		unmake(dir, name, &st)
 		return err
 	}
 	child := s.add(dir, name, fd, &st)
@@ -59,6 +68,23 @@ func (s *session) newNode(dir *node, name string, ident *unix.Stat_t, mode, uid,
 	s.out = le.AppendUint64(s.out, uint64(child))
 	s.out = appendAttr(s.out, &a)
 	return nil
+}
+
+// unmake removes name, just made in dir, if it is still the file made
+// (ident, when known): what a host process put there since stays.
+func unmake(dir *node, name string, ident *unix.Stat_t) {
+	var st unix.Stat_t
+	if unix.Fstatat(dir.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return
+	}
+	if ident != nil && (st.Dev != ident.Dev || st.Ino != ident.Ino) {
+		return
+	}
+	flags := 0
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		flags = unix.AT_REMOVEDIR
+	}
+	unix.Unlinkat(dir.fd, name, flags)
 }
 
 // setOwnerMode gives the file at fd (O_PATH) its owner, then its mode: in
