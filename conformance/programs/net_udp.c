@@ -12,7 +12,9 @@
  * sender's next call ECONNREFUSED; a zero-length datagram arrives as
  * one; IPv6 on ::1 with a mapped IPv4 peer; IP_RECVTOS and IP_TOS's
  * control message, IP_PKTINFO; recvmmsg and sendmmsg; SO_RCVTIMEO makes
- * a wait EAGAIN; FIONREAD gives the next datagram's size.
+ * a wait EAGAIN; FIONREAD gives the next datagram's size; a receive into
+ * a zero-length buffer takes the datagram and returns 0 (its length with
+ * MSG_TRUNC).
  */
 // covers: socket bind connect sendto recvfrom sendmsg recvmsg sendmmsg recvmmsg getsockname setsockopt getsockopt
 #include "check.h"
@@ -202,11 +204,27 @@ static void test_v6_and_mmsg(void)
 	close(r);
 }
 
+/* A receive with no room takes the next datagram, cut to nothing. */
+static void test_no_room(void)
+{
+	struct sockaddr_in a;
+	char b;
+	int s = bound4(&a);
+
+	CHECK_EQ(sendto(s, "first", 5, 0, (struct sockaddr *)&a, sizeof(a)), 5);
+	CHECK_EQ(sendto(s, "second!", 7, 0, (struct sockaddr *)&a, sizeof(a)), 7);
+	CHECK_EQ(recvfrom(s, &b, 0, 0, NULL, NULL), 0);
+	CHECK_EQ(recvfrom(s, NULL, 0, MSG_TRUNC, NULL, NULL), 7);
+	CHECK_ERR(recv(s, &b, 1, MSG_DONTWAIT), EAGAIN);
+	close(s);
+}
+
 int main(int argc, char **argv)
 {
 	check_init(argc, argv);
 	test_v4();
 	test_control();
 	test_v6_and_mmsg();
+	test_no_room();
 	return check_finish();
 }

@@ -220,6 +220,11 @@ func (s *sock) RecvMsg(t *kernel.Task, dst *vfs.IOSeq, m *socket.RecvMessage) (i
 	if zero {
 		peek = true
 	}
+	// A datagram's receive into no room takes the datagram, truncated to
+	// nothing, as Linux's does (MSG_TRUNC says so); netstack refuses to
+	// write a datagram into a writer with no room (ErrBadBuffer, EFAULT),
+	// so it is read into nothing and counted as no bytes.
+	nowhere := !stream && size == 0
 	copied := 0
 	for {
 		limit := int64(size - copied)
@@ -227,7 +232,7 @@ func (s *sock) RecvMsg(t *kernel.Task, dst *vfs.IOSeq, m *socket.RecvMessage) (i
 			limit = 1
 		}
 		var w io.Writer = &writer{dst: dst, off: copied}
-		if stream && m.Flags&unix.MSG_TRUNC != 0 || zero {
+		if stream && m.Flags&unix.MSG_TRUNC != 0 || zero || nowhere {
 			w = discard{}
 		}
 		var dns *capture
@@ -235,8 +240,13 @@ func (s *sock) RecvMsg(t *kernel.Task, dst *vfs.IOSeq, m *socket.RecvMessage) (i
 			dns = &capture{w: w}
 			w = dns
 		}
-		res, terr := s.ep.Read(&tcpip.LimitedWriter{W: w, N: limit},
-			tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: !stream})
+		if !nowhere {
+			w = &tcpip.LimitedWriter{W: w, N: limit}
+		}
+		res, terr := s.ep.Read(w, tcpip.ReadOptions{Peek: peek, NeedRemoteAddr: !stream})
+		if nowhere {
+			res.Count = 0
+		}
 		if terr == nil && zero {
 			return 0, nil
 		}
