@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -38,24 +37,22 @@ type sock struct {
 	ino                uint64
 	uid, gid           uint32
 
-	// block wakes this socket's own blocking calls, straight from
-	// netstack's notification (a channel send, nothing more); queue
-	// wakes poll and epoll, from a goroutine: netstack notifies with its
-	// endpoint's lock held, and epoll's callback takes the lock epoll
-	// holds while it asks the endpoint's readiness.
-	block    waiter.Queue
-	queue    waiter.Queue
-	pending  atomic.Uint64
-	flushing atomic.Bool
+	// block wakes this socket's own blocking calls and queue its poll
+	// and epoll waiters, both straight from netstack's notification
+	// (onEvent). netstack notifies with its endpoint's lock held; that is
+	// safe because what the waiters' callbacks take (a channel send,
+	// epoll's lock) is never held by anything that then waits for that
+	// endpoint lock: Readiness takes only netstack's queue locks, which
+	// netstack releases before it notifies.
+	block waiter.Queue
+	queue waiter.Queue
 
 	mu   sync.Mutex // opts
 	opts socket.Options
 
-	// peer is the other end of a TCP connection within this stack,
-	// once peerKnown (loopback.go).
-	peerKnown atomic.Bool
-	peerMu    sync.Mutex
-	peer      *sock
+	// The other end of a TCP connection within this stack, and what a
+	// send waits on until that end is readable (loopback.go).
+	loop loopState
 }
 
 // New returns a socket for socket(2) in family AF_INET or AF_INET6.
@@ -165,33 +162,16 @@ func newSock(t *kernel.Task, st *netstack.Stack, family, typ, protocol int, ep t
 	return s
 }
 
-// onEvent runs when netstack notifies the endpoint's queue.
+// onEvent runs when netstack notifies the endpoint's queue: poll and
+// epoll hear of it first, then a send waiting for this socket to become
+// readable (loopback.go), then the socket's own blocking calls.
 func (s *sock) onEvent(m gwaiter.EventMask) {
 	mask := waiter.EventMask(m.ToLinux())
+	s.queue.Notify(mask)
+	if mask&(waiter.ReadableEvents|waiter.EventHUp|waiter.EventErr) != 0 {
+		s.delivered()
+	}
 	s.block.Notify(mask)
-	for {
-		old := s.pending.Load()
-		if s.pending.CompareAndSwap(old, old|uint64(mask)) {
-			break
-		}
-	}
-	if s.flushing.CompareAndSwap(false, true) {
-		go s.flush()
-	}
-}
-
-// flush delivers the events netstack reported to poll and epoll.
-func (s *sock) flush() {
-	for {
-		if m := s.pending.Swap(0); m != 0 {
-			s.queue.Notify(waiter.EventMask(m))
-			continue
-		}
-		s.flushing.Store(false)
-		if s.pending.Load() == 0 || !s.flushing.CompareAndSwap(false, true) {
-			return
-		}
-	}
 }
 
 // Endpoint, Inode and Owner implement netstack.Socket.
@@ -213,6 +193,7 @@ func (s *sock) Name() string { return socket.Name(s.ino) }
 // Release implements vfs.FileImpl.
 func (s *sock) Release() {
 	s.wq.EventUnregister(&s.entry)
+	s.released()
 	s.st.Remove(s)
 	socks.Delete(s.ep)
 	s.ep.Close()

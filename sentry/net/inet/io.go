@@ -100,9 +100,13 @@ func (s *sock) Read(dst *vfs.IOSeq, _ int64) (int, error) {
 // stack has reached it when SendMsg returns, as over Linux's loopback
 // (loopback.go).
 func (s *sock) SendMsg(t *kernel.Task, src *vfs.IOSeq, m *socket.SendMessage) (int, error) {
-	w := s.watchPeer()
+	p := s.localPeer()
+	if p == nil {
+		return s.send(t, src, m)
+	}
+	mark := s.markSend(p)
 	n, err := s.send(t, src, m)
-	w.settle(s)
+	s.settle(p, mark)
 	return n, err
 }
 
