@@ -25,6 +25,22 @@ type Conn struct {
 // and what --preserve-fds asks, which Linux caps at SCM_MAX_FD (253).
 const maxFDs = 253
 
+// MaxMessage bounds one message, its newline not counted, so that a
+// peer cannot make Receive hold any amount: an answer can carry what the
+// guest controls (an OpList of a directory the guest filled). The
+// largest legitimate messages are an OpList answer of a big tree (an
+// entry is some 100 bytes plus its path's: the Linux source tree, 90,000
+// entries, lists in about 12 MiB; a recursive WatchDir lists a whole
+// tree every poll) and an OpExec request, whose arguments and
+// environment Linux caps at 6 MiB (3/4 of _STK_LIM) before JSON's
+// escaping. 64 MiB holds either several times over, and keeps what one
+// call can make `moat serve` hold (the message, its entries decoded and
+// re-encoded for envd) in the low hundreds of MiB.
+const MaxMessage = 64 << 20
+
+// errMessageTooLong is the error of a message past MaxMessage.
+var errMessageTooLong = fmt.Errorf("control message longer than %d bytes (%d MiB), the most one may be", MaxMessage, MaxMessage>>20)
+
 // Dial connects to the control socket at path.
 func Dial(path string, timeout time.Duration) (*Conn, error) {
 	c, err := net.DialTimeout("unix", path, timeout)
@@ -88,7 +104,8 @@ func (c *Conn) Send(v any, files ...*os.File) error {
 
 // Receive reads one message into v and returns the descriptors that came
 // with it, close-on-exec, in the order they were sent. On error none is
-// left open.
+// left open. A message longer than MaxMessage is an error once that much
+// of it has come, and what was read of it is dropped.
 func (c *Conn) Receive(v any) ([]*os.File, error) {
 	var files []*os.File
 	fail := func(err error) ([]*os.File, error) {
@@ -99,7 +116,14 @@ func (c *Conn) Receive(v any) ([]*os.File, error) {
 	}
 	oob := make([]byte, unix.CmsgSpace(maxFDs*4))
 	chunk := make([]byte, 4096)
-	for bytes.IndexByte(c.buf, '\n') < 0 {
+	// Each read's bytes are searched for the newline, not the whole
+	// buffer again: a long message would cost a scan per read.
+	i := bytes.IndexByte(c.buf, '\n')
+	for i < 0 {
+		if len(c.buf) > MaxMessage {
+			c.buf = nil
+			return fail(errMessageTooLong)
+		}
 		n, oobn, _, _, err := c.uc.ReadMsgUnix(chunk, oob)
 		n, oobn = max(n, 0), max(oobn, 0) // -1 with an error
 		if oobn > 0 {
@@ -119,8 +143,14 @@ func (c *Conn) Receive(v any) ([]*os.File, error) {
 		if n == 0 {
 			return fail(io.EOF)
 		}
+		if j := bytes.IndexByte(chunk[:n], '\n'); j >= 0 {
+			i = len(c.buf) - n + j
+		}
 	}
-	i := bytes.IndexByte(c.buf, '\n')
+	if i > MaxMessage {
+		c.buf = nil
+		return fail(errMessageTooLong)
+	}
 	line := c.buf[:i]
 	c.buf = append([]byte(nil), c.buf[i+1:]...)
 	if err := json.Unmarshal(line, v); err != nil {

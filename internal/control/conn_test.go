@@ -134,3 +134,75 @@ func TestAConnectionHandedOverKeepsTheMessagesItsOwnerHadAlreadyRead(t *testing.
 		t.Fatalf("after the hand-over: %+v, %v; want the exit status 3", next, err)
 	}
 }
+
+// writeRaw writes data to c from another goroutine, as a peer that sends
+// more than the socket's buffer holds must, and reports its error.
+func writeRaw(c *Conn, data []byte) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.uc.Write(data)
+		done <- err
+	}()
+	return done
+}
+
+func TestAMessageOfMaxMessageBytesPassesAndOneByteMoreIsRefused(t *testing.T) {
+	a, b := connPair(t)
+	// A JSON string of MaxMessage bytes, quotes included, then its newline.
+	msg := make([]byte, MaxMessage+1)
+	for i := range msg {
+		msg[i] = 'x'
+	}
+	msg[0], msg[MaxMessage-1], msg[MaxMessage] = '"', '"', '\n'
+	wrote := writeRaw(a, msg)
+	var s string
+	if _, err := b.Receive(&s); err != nil || len(s) != MaxMessage-2 {
+		t.Fatalf("a message of MaxMessage bytes: %d bytes, %v", len(s), err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	// One byte more: refused, naming the bound, whether or not its
+	// newline came in the same read.
+	msg = append(msg[:MaxMessage-1], 'x', '"', '\n')
+	wrote = writeRaw(a, msg)
+	_, err := b.Receive(&s)
+	if err == nil || !strings.Contains(err.Error(), "67108864 bytes") {
+		t.Fatalf("a message of MaxMessage+1 bytes: %v, want the error naming the bound", err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if len(b.buf) != 0 {
+		t.Errorf("%d bytes of the refused message are still held", len(b.buf))
+	}
+}
+
+func TestEntriesWithinMaxEntriesSizeFitOneMessage(t *testing.T) {
+	a, b := connPair(t)
+	// Entries of long paths whose EntrySize adds up to MaxEntriesSize
+	// exactly: the last one takes the remainder.
+	e := FileEntry{Path: "/" + strings.Repeat("p", 4000), Mode: 0o100644, Size: 1 << 40, Mtime: 1_700_000_000_000_000_000}
+	per := EntrySize(e)
+	entries := make([]FileEntry, MaxEntriesSize/per)
+	for i := range entries {
+		entries[i] = e
+	}
+	entries[len(entries)-1].Path += strings.Repeat("q", MaxEntriesSize%per)
+	sum := 0
+	for _, e := range entries {
+		sum += EntrySize(e)
+	}
+	if sum != MaxEntriesSize {
+		t.Fatalf("the entries add up to %d, want %d", sum, MaxEntriesSize)
+	}
+	sent := make(chan error, 1)
+	go func() { sent <- a.Send(Response{Entries: entries}) }()
+	var resp Response
+	if _, err := b.Receive(&resp); err != nil || len(resp.Entries) != len(entries) {
+		t.Fatalf("an answer of MaxEntriesSize bytes of entries: %d entries, %v", len(resp.Entries), err)
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,6 +1,9 @@
 package control
 
-import "syscall"
+import (
+	"encoding/json"
+	"syscall"
+)
 
 // File operations: `moat serve` acts on a sandbox's files through these,
 // answered by the sentry on its own VFS (the gofer behind the root), with
@@ -50,6 +53,20 @@ type FileEntry struct {
 	GID    uint32 `json:"gid"`
 	Mtime  int64  `json:"mtime"`            // ns since the epoch
 	Target string `json:"target,omitempty"` // a symlink's
+}
+
+// MaxEntriesSize is how many bytes of entries, as EntrySize counts
+// them, an answer's Entries may hold for the answer to stay within
+// MaxMessage: the rest of it is `{"entries":[` and `]}`.
+const MaxEntriesSize = MaxMessage - len(`{"entries":[]}`)
+
+// EntrySize is what e adds to an answer's Entries: its JSON, and the
+// comma after it (the last one has none, so the sum is one over).
+func EntrySize(e FileEntry) int {
+	// Strings and integers only: Marshal cannot fail (a string that is
+	// not UTF-8 is encoded with U+FFFD in its place).
+	b, _ := json.Marshal(e)
+	return len(b) + 1
 }
 
 // Error is a failed request's error: the sentry's message, and the

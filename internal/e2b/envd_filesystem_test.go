@@ -104,6 +104,7 @@ func TestFileErrnosBecomeEnvdsConnectCodes(t *testing.T) {
 	f.failOn("mkdir /full/new", syscall.ENOSPC)
 	f.failOn("/loop", syscall.ELOOP)
 	f.failOn("/tmp/nonempty", syscall.ENOTEMPTY)
+	f.failOn("/huge", syscall.E2BIG)
 	for _, c := range []struct {
 		name string
 		err  error
@@ -114,6 +115,7 @@ func TestFileErrnosBecomeEnvdsConnectCodes(t *testing.T) {
 		{"list of a file", second(sb.listDir(ctx, plainUser, &listDirRequest{Path: "/tmp/file"})), codeInvalidArgument},
 		{"list of a missing directory", second(sb.listDir(ctx, plainUser, &listDirRequest{Path: "/nope"})), codeNotFound},
 		{"list through a symlink cycle", second(sb.listDir(ctx, plainUser, &listDirRequest{Path: "/loop"})), codeFailedPrecondition},
+		{"list of more than one answer holds", second(sb.listDir(ctx, plainUser, &listDirRequest{Path: "/huge"})), codeFailedPrecondition},
 		{"makeDir of a directory there", second(sb.makeDir(ctx, plainUser, &pathRequest{Path: "/tmp"})), codeAlreadyExists},
 		{"makeDir of a symlink to one", second(sb.makeDir(ctx, plainUser, &pathRequest{Path: "/tmp/dirlink"})), codeAlreadyExists},
 		{"makeDir of a file", second(sb.makeDir(ctx, plainUser, &pathRequest{Path: "/tmp/file"})), codeInvalidArgument},

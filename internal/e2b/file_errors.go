@@ -42,9 +42,12 @@ func errnoCode(errno syscall.Errno) string {
 		return codePermissionDenied
 	case syscall.ENOTDIR, syscall.EISDIR, syscall.EINVAL, syscall.ENAMETOOLONG:
 		return codeInvalidArgument
-	case syscall.ELOOP, syscall.ENOTEMPTY, syscall.EBUSY:
+	case syscall.ELOOP, syscall.ENOTEMPTY, syscall.EBUSY, syscall.E2BIG:
 		// envd's answer to a symlink cycle; a directory not empty is
-		// the protocol's own example of a failed precondition.
+		// the protocol's own example of a failed precondition; E2BIG is
+		// a listing larger than one answer from the sandbox may be
+		// (envd has no bound): not the client's to retry as it is, nor
+		// resource_exhausted, which the SDKs take for a rate limit.
 		return codeFailedPrecondition
 	}
 	return codeInternal

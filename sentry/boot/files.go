@@ -3,6 +3,7 @@ package boot
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"strings"
 
@@ -19,6 +20,9 @@ import (
 type fileActor struct {
 	root  vfs.Path
 	creds *vfs.Creds
+	// listRoom is how many bytes of entries (control.EntrySize) a
+	// listing may come to: control.MaxEntriesSize, less in tests.
+	listRoom int
 }
 
 func newFileActor(root vfs.Path, u control.FileUser) (*fileActor, error) {
@@ -26,8 +30,21 @@ func newFileActor(root vfs.Path, u control.FileUser) (*fileActor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file operation's user: %w", err)
 	}
-	return &fileActor{root: root, creds: &vfs.Creds{FSUID: u.UID, FSGID: u.GID, Groups: u.Groups, Caps: caps}}, nil
+	return &fileActor{root: root, creds: &vfs.Creds{FSUID: u.UID, FSGID: u.GID, Groups: u.Groups, Caps: caps},
+		listRoom: control.MaxEntriesSize}, nil
 }
+
+// errListTooLarge is a listing whose entries would not fit one control
+// answer. E2BIG, as listxattr(2) fails when the list is larger than the
+// most it may return (not ERANGE: no larger buffer would do): the caller
+// can only list less deep.
+var errListTooLarge = fmt.Errorf("the entries pass the %d MiB one control answer may hold: %w",
+	control.MaxMessage>>20, unix.E2BIG)
+
+// minEntrySize is the least that the entry of a name adds to a listing,
+// the name's own bytes not counted: its path is at least "/" and the
+// name, its numbers at least 0.
+var minEntrySize = control.EntrySize(control.FileEntry{Path: "/"})
 
 // Modes of what the operations make, as mkdir -p and a shell's
 // redirection make them under the usual umask (022).
@@ -143,7 +160,10 @@ func (a *fileActor) stat(name string) (control.FileEntry, error) {
 
 // names lists the directory at p, which the user must be allowed to read
 // and search, through an open file description, as getdents64 lists it.
-func (a *fileActor) names(p vfs.Path) ([]string, error) {
+// room bounds the bytes of the entries the names would make, at
+// minEntrySize and its name each: a directory with more is
+// errListTooLarge before more of it is read.
+func (a *fileActor) names(p vfs.Path, room int) ([]string, error) {
 	st, err := p.Dentry.Inode().Stat()
 	if err != nil {
 		return nil, err
@@ -159,11 +179,18 @@ func (a *fileActor) names(p vfs.Path) ([]string, error) {
 	defer f.DecRef()
 	var names []string
 	err = f.IterDirents(a.root, func(d vfs.Dirent, _ int64) bool {
-		if d.Name != "." && d.Name != ".." {
-			names = append(names, d.Name)
+		if d.Name == "." || d.Name == ".." {
+			return true
 		}
+		if room -= minEntrySize + len(d.Name); room < 0 {
+			return false
+		}
+		names = append(names, d.Name)
 		return true
 	})
+	if err == nil && room < 0 {
+		err = errListTooLarge
+	}
 	return names, err
 }
 
@@ -171,7 +198,7 @@ func (a *fileActor) names(p vfs.Path) ([]string, error) {
 // followed), depth levels down (at least 1), symlinks in it not
 // followed, parents before their children. A directory below that the
 // user may not read is listed without its entries, as find goes on
-// past it.
+// past it. Entries past a.listRoom are errListTooLarge.
 func (a *fileActor) list(name string, depth int) ([]control.FileEntry, error) {
 	dir, err := a.lookup(name, true)
 	if err != nil {
@@ -181,9 +208,10 @@ func (a *fileActor) list(name string, depth int) ([]control.FileEntry, error) {
 		return nil, unix.ENOTDIR
 	}
 	var out []control.FileEntry
+	room := a.listRoom
 	var walk func(dir vfs.Path, prefix string, level int) error
 	walk = func(dir vfs.Path, prefix string, level int) error {
-		names, err := a.names(dir)
+		names, err := a.names(dir, room)
 		if err != nil {
 			return err
 		}
@@ -198,6 +226,9 @@ func (a *fileActor) list(name string, depth int) ([]control.FileEntry, error) {
 			e, err := entry(child, path.Join(prefix, n))
 			if err != nil {
 				return err
+			}
+			if room -= control.EntrySize(e); room < 0 {
+				return errListTooLarge
 			}
 			out = append(out, e)
 			if level < depth && child.Dentry.IsDir() {
@@ -303,7 +334,7 @@ func (a *fileActor) empty(dir vfs.Path, depth int) error {
 	if depth > maxRemoveDepth {
 		return unix.ENAMETOOLONG
 	}
-	names, err := a.names(dir)
+	names, err := a.names(dir, math.MaxInt) // rm -rf holds a directory's names, however many
 	if err != nil {
 		return err
 	}

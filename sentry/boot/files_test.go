@@ -3,6 +3,8 @@ package boot
 import (
 	"bytes"
 	"crypto/rand"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -297,5 +299,42 @@ func TestFileMkdirRenameRemoveAsTheirTools(t *testing.T) {
 	}
 	if _, err := user.stat("/home/u/elsewhere/renamed"); err != nil {
 		t.Errorf("removing / removed the user's file: %v", err)
+	}
+}
+
+func TestFileListPastItsRoomIsE2BIG(t *testing.T) {
+	_, user := fileTree(t)
+	for _, n := range []string{"a", "b", "c"} {
+		writeAs(t, user, "/home/u/d/"+n, "x")
+	}
+	all, err := user.list("/home/u", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := 0
+	for _, e := range all {
+		need += control.EntrySize(e)
+	}
+	user.listRoom = need
+	if got, err := user.list("/home/u", 2); err != nil || len(got) != len(all) {
+		t.Errorf("in exactly its room: %d entries, %v; want %d", len(got), err, len(all))
+	}
+	user.listRoom = need - 1
+	if _, err := user.list("/home/u", 2); !errors.Is(err, unix.E2BIG) {
+		t.Errorf("one byte past its room: %v, want E2BIG", err)
+	}
+	// A directory's names alone are weighed before their entries are
+	// made: three names of one byte need three minEntrySize and three.
+	d := lookup(t, user.root, "/home/u/d")
+	if names, err := user.names(d, 3*minEntrySize+3); err != nil || len(names) != 3 {
+		t.Errorf("names in their room: %q, %v", names, err)
+	}
+	if _, err := user.names(d, 3*minEntrySize+2); !errors.Is(err, unix.E2BIG) {
+		t.Errorf("names past their room: %v, want E2BIG", err)
+	}
+	// The answer says E2BIG and names the bound.
+	resp := errorResponse(fmt.Errorf("list /home/u: %w", errListTooLarge))
+	if resp.Errno != int(unix.E2BIG) || !strings.Contains(resp.Error, "64 MiB") {
+		t.Errorf("the answer: %+v", resp)
 	}
 }
