@@ -227,17 +227,20 @@ func startServe(t *testing.T, key string, args ...string) (url string, stop func
 	return "http://" + addr, stop, log
 }
 
-// runSDKScript runs testdata/e2b/<script> with node against the server
+// runSDKScript runs testdata/e2b/<script> (with checks.mjs, which it
+// imports) with node against the server
 // at url, from the SDK's directory, and fails the test unless it says
 // all its checks passed.
 func runSDKScript(t *testing.T, node, sdk, script, url, key string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), e2bScriptTimeout)
 	defer cancel()
+	for _, name := range []string{script, "checks.mjs"} {
+		data, err := os.ReadFile(filepath.Join("testdata/e2b", name))
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(sdk, name), data, 0o644))
+	}
 	path := filepath.Join(sdk, script)
-	data, err := os.ReadFile(filepath.Join("testdata/e2b", script))
-	must(t, err)
-	must(t, os.WriteFile(path, data, 0o644))
 	cmd := exec.CommandContext(ctx, node, path)
 	cmd.Dir = sdk
 	cmd.Env = append(os.Environ(), "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url, "E2B_API_KEY="+key, "E2B_DOMAIN=")

@@ -3,29 +3,9 @@
 // status 1. E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY point the SDK at
 // the server; the test that runs this sets them.
 import { Sandbox, CommandExitError, NotFoundError, AuthenticationError } from 'e2b'
-import { createHash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 
-let failures = 0
-function check(name, ok, detail) {
-  if (ok) {
-    console.log(`ok ${name}`)
-  } else {
-    failures++
-    console.log(`FAIL ${name}: ${detail}`)
-  }
-}
-function eq(name, got, want) {
-  check(name, JSON.stringify(got) === JSON.stringify(want), `got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`)
-}
-async function throws(name, fn, cls) {
-  try {
-    await fn()
-    check(name, false, 'did not throw')
-  } catch (err) {
-    check(name, err instanceof cls, `threw ${err && err.constructor && err.constructor.name}: ${err && err.message}`)
-  }
-}
-const sha256 = (b) => createHash('sha256').update(b).digest('hex')
+import { check, eq, throws, sha256, finish } from './checks.mjs'
 
 const tag = randomBytes(6).toString('hex')
 const t0 = performance.now()
@@ -225,8 +205,4 @@ eq('a killed sandbox is not listed', gone.length, 0)
 await throws('a wrong API key', () => Sandbox.create('base', { apiKey: 'wrong-key' }), AuthenticationError)
 await throws('a wrong API key on list', () => Sandbox.list({ apiKey: 'wrong-key' }).nextItems(), AuthenticationError)
 
-if (failures > 0) {
-  console.log(`${failures} checks failed`)
-  process.exit(1)
-}
-console.log('all checks passed')
+finish()

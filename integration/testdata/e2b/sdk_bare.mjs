@@ -4,29 +4,9 @@
 // script ends with status 1 if one is wrong. The test that runs this sets
 // E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY.
 import { Sandbox, NotFoundError, InvalidArgumentError } from 'e2b'
-import { createHash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 
-let failures = 0
-function check(name, ok, detail) {
-  if (ok) {
-    console.log(`ok ${name}`)
-  } else {
-    failures++
-    console.log(`FAIL ${name}: ${detail}`)
-  }
-}
-function eq(name, got, want) {
-  check(name, JSON.stringify(got) === JSON.stringify(want), `got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`)
-}
-async function throws(name, fn, cls) {
-  try {
-    await fn()
-    check(name, false, 'did not throw')
-  } catch (err) {
-    check(name, err instanceof cls, `threw ${err && err.constructor && err.constructor.name}: ${err && err.message}`)
-  }
-}
-const sha256 = (b) => createHash('sha256').update(b).digest('hex')
+import { check, eq, throws, sha256, finish } from './checks.mjs'
 
 const sbx = await Sandbox.create('bare', { timeoutMs: 120_000 })
 
@@ -114,8 +94,4 @@ try {
 }
 check('a network that allows out is refused with 400', refusal.startsWith('400') && refusal.includes('allowOut'), refusal)
 
-if (failures > 0) {
-  console.log(`${failures} checks failed`)
-  process.exit(1)
-}
-console.log('all checks passed')
+finish()
