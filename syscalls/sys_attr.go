@@ -48,7 +48,7 @@ func Fchmod(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, err
 	}
 	defer f.DecRef()
-	return 0, vfs.Chmod(fsCreds(t), f.Path(), a.Uint(1))
+	return 0, vfs.Fchmod(fsCreds(t), f, a.Uint(1))
 }
 
 // idArg converts a uid or gid argument: -1 (as a 32-bit value) leaves the
@@ -79,7 +79,21 @@ func chownAt(t *kernel.Task, dirfd int32, pathAddr uintptr, uid, gid uint32, fla
 	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
 		return 0, unix.EINVAL
 	}
-	p, err := lookupAt(t, dirfd, pathAddr, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags)
+	name, err := copyInPath(t, pathAddr)
+	if err != nil {
+		return 0, err
+	}
+	if name == "" && flags&unix.AT_EMPTY_PATH != 0 && dirfd != unix.AT_FDCWD {
+		// dirfd's own file, which may have no path (a pipe, a socket):
+		// as fchown, an O_PATH descriptor too.
+		f, err := t.FDs().Get(dirfd)
+		if err != nil {
+			return 0, err
+		}
+		defer f.DecRef()
+		return 0, vfs.Fchown(fsCreds(t), f, idArg(uid), idArg(gid))
+	}
+	p, err := lookupNameAt(t, dirfd, name, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags)
 	if err != nil {
 		return 0, err
 	}
@@ -93,7 +107,7 @@ func Fchown(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, err
 	}
 	defer f.DecRef()
-	return 0, vfs.Chown(fsCreds(t), f.Path(), idArg(a.Uint(1)), idArg(a.Uint(2)))
+	return 0, vfs.Fchown(fsCreds(t), f, idArg(a.Uint(1)), idArg(a.Uint(2)))
 }
 
 // Truncate implements Linux syscall truncate(2).

@@ -53,12 +53,44 @@ func setAttr(s AttrSetter, d *Dentry, a *Attr) error {
 	return nil
 }
 
+// fileAttrs is the AttrSetter and attributes of what fchmod and fchown
+// change for f: the inode of its path or, for a file with no path (a
+// pipe, a socket), the inode the open file keeps itself, when it lets
+// its attributes change, as Linux's pipefs and sockfs inodes do. Other
+// such files answer EROFS.
+func fileAttrs(f *File) (AttrSetter, Stat, error) {
+	if f.path.Dentry != nil {
+		return writableInodeStat(f.path)
+	}
+	s, ok := f.impl.(AttrSetter)
+	if !ok {
+		return nil, Stat{}, unix.EROFS
+	}
+	st, err := f.impl.Stat()
+	return s, st, err
+}
+
 // Chmod implements chmod(2) on the file at p.
 func Chmod(c *Creds, p Path, mode uint32) error {
 	s, st, err := writableInodeStat(p)
 	if err != nil {
 		return err
 	}
+	return chmod(c, s, st, p.Dentry, mode)
+}
+
+// Fchmod implements fchmod(2) on f.
+func Fchmod(c *Creds, f *File, mode uint32) error {
+	s, st, err := fileAttrs(f)
+	if err != nil {
+		return err
+	}
+	return chmod(c, s, st, f.path.Dentry, mode)
+}
+
+// chmod gives s, whose attributes are st, the permission bits of mode;
+// d, its dentry if it has one, hears of it.
+func chmod(c *Creds, s AttrSetter, st Stat, d *Dentry, mode uint32) error {
 	if !c.ownerOrCapable(&st) {
 		return unix.EPERM
 	}
@@ -66,7 +98,7 @@ func Chmod(c *Creds, p Path, mode uint32) error {
 	if mode&unix.S_ISGID != 0 && !c.inGroup(st.GID) && !c.capable(unix.CAP_FSETID) {
 		mode &^= unix.S_ISGID
 	}
-	return setAttr(s, p.Dentry, &Attr{Mask: SetMode, Mode: mode})
+	return setAttr(s, d, &Attr{Mask: SetMode, Mode: mode})
 }
 
 // Chown implements chown(2) on the file at p; -1 leaves an id as it is.
@@ -78,6 +110,21 @@ func Chown(c *Creds, p Path, uid, gid int64) error {
 	if err != nil {
 		return err
 	}
+	return chown(c, s, st, p.Dentry, uid, gid)
+}
+
+// Fchown implements fchown(2) on f, with Chown's rules.
+func Fchown(c *Creds, f *File, uid, gid int64) error {
+	s, st, err := fileAttrs(f)
+	if err != nil {
+		return err
+	}
+	return chown(c, s, st, f.path.Dentry, uid, gid)
+}
+
+// chown gives s, whose attributes are st, the owner uid and gid (-1
+// leaves one); d, its dentry if it has one, hears of it.
+func chown(c *Creds, s AttrSetter, st Stat, d *Dentry, uid, gid int64) error {
 	a := Attr{}
 	if uid != -1 {
 		if !(c.FSUID == st.UID && uint32(uid) == st.UID) && !c.capable(unix.CAP_CHOWN) {
@@ -106,7 +153,7 @@ func Chown(c *Creds, p Path, uid, gid int64) error {
 			a.Mode = mode
 		}
 	}
-	return setAttr(s, p.Dentry, &a)
+	return setAttr(s, d, &a)
 }
 
 // Utimes implements utimensat(2) on the file at p: times nil sets both

@@ -208,6 +208,7 @@ func (p *pipe) node() *pipeInode {
 type pipeInode struct{ p *pipe }
 
 func (i *pipeInode) Stat() (vfs.Stat, error)          { return i.p.stat(), nil }
+func (i *pipeInode) SetAttr(a *vfs.Attr) error        { return i.p.attrs.SetAttr(a) }
 func (i *pipeInode) Lookup(string) (vfs.Inode, error) { return nil, unix.ENOTDIR }
 func (i *pipeInode) ReadDir() ([]vfs.Dirent, error)   { return nil, unix.ENOTDIR }
 func (i *pipeInode) Readlink() (string, error)        { return "", unix.EINVAL }

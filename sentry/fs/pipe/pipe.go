@@ -25,9 +25,11 @@ const (
 
 // pipe is the shared buffer.
 type pipe struct {
-	ino      uint64
-	dev      uint64
-	uid, gid uint32 // the creator's file-system ids: the inode's owner
+	ino uint64
+	dev uint64
+	// attrs are the pipefs inode's mode, owner (at first the creator's
+	// file-system ids) and times, which fchmod and fchown change.
+	attrs vfs.InodeAttrs
 
 	mu      sync.Mutex
 	buf     []byte // ring of cap bytes, allocated on first write
@@ -46,9 +48,8 @@ type pipe struct {
 }
 
 var (
-	pipeDev  = vfs.NewAnonDev()
-	nextIno  atomic.Uint64
-	zeroTime unix.Timespec
+	pipeDev = vfs.NewAnonDev()
+	nextIno atomic.Uint64
 )
 
 // New returns the read and write ends of a new pipe, owned by uid and gid
@@ -56,8 +57,10 @@ var (
 // write is a packet that one read takes whole (or cut short, the rest
 // discarded).
 func New(packet bool, uid, gid uint32) (*ReadEnd, *WriteEnd) {
-	p := &pipe{ino: nextIno.Add(1), dev: pipeDev, uid: uid, gid: gid, cap: DefaultSize, readers: 1, writers: 1,
-		packet: packet}
+	p := &pipe{ino: nextIno.Add(1), dev: pipeDev, cap: DefaultSize, readers: 1, writers: 1, packet: packet}
+	// Mode 0600, and its times the time it was made, as Linux's
+	// get_pipe_inode gives them.
+	p.attrs.Init(unix.S_IFIFO|0o600, uid, gid, vfs.RealtimeNow())
 	return &ReadEnd{p}, &WriteEnd{p}
 }
 
@@ -337,13 +340,19 @@ func (w *WriteEnd) Release() {
 }
 
 func (p *pipe) stat() vfs.Stat {
-	return vfs.Stat{Dev: p.dev, Ino: p.ino, Mode: unix.S_IFIFO | 0o600, Nlink: 1, UID: p.uid, GID: p.gid,
-		Blksize: pageSize, Atime: zeroTime, Mtime: zeroTime, Ctime: zeroTime}
+	st := vfs.Stat{Dev: p.dev, Ino: p.ino, Nlink: 1, Blksize: pageSize}
+	p.attrs.Fill(&st)
+	return st
 }
 
 // Stat implements vfs.FileImpl.
 func (r *ReadEnd) Stat() (vfs.Stat, error)  { return r.p.stat(), nil }
 func (w *WriteEnd) Stat() (vfs.Stat, error) { return w.p.stat(), nil }
+
+// SetAttr implements vfs.AttrSetter: fchmod and fchown of either end
+// change the pipe's one inode.
+func (r *ReadEnd) SetAttr(a *vfs.Attr) error  { return r.p.attrs.SetAttr(a) }
+func (w *WriteEnd) SetAttr(a *vfs.Attr) error { return w.p.attrs.SetAttr(a) }
 
 // Ioctl implements vfs.FileImpl: FIONREAD gives the bytes buffered.
 func (r *ReadEnd) Ioctl(cmd uint32, arg uintptr, io vfs.IoctlIO) (uintptr, error) {

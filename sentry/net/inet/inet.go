@@ -23,7 +23,6 @@ import (
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/net/netstack"
 	"github.com/moat-sandbox/moat/sentry/net/socket"
-	"github.com/moat-sandbox/moat/sentry/vfs"
 	"github.com/moat-sandbox/moat/sentry/waiter"
 )
 
@@ -34,8 +33,7 @@ type sock struct {
 	ep                 tcpip.Endpoint
 	wq                 *gwaiter.Queue
 	entry              gwaiter.Entry
-	ino                uint64
-	uid, gid           uint32
+	socket.Node        // the sockfs inode
 
 	// block wakes this socket's own blocking calls and queue its poll
 	// and epoll waiters, both straight from netstack's notification
@@ -152,9 +150,8 @@ func pingAllowed(t *kernel.Task, st *netstack.Stack) bool {
 }
 
 func newSock(t *kernel.Task, st *netstack.Stack, family, typ, protocol int, ep tcpip.Endpoint, wq *gwaiter.Queue) *sock {
-	s := &sock{st: st, family: family, typ: typ, proto: protocol, ep: ep, wq: wq, ino: socket.NewIno(),
-		opts: socket.NewOptions()}
-	s.uid, s.gid = socket.Owner(t)
+	s := &sock{st: st, family: family, typ: typ, proto: protocol, ep: ep, wq: wq, opts: socket.NewOptions()}
+	s.Init(socket.Owner(t))
 	s.entry = gwaiter.NewFunctionEntry(gwaiter.EventMask(^uint32(0)), s.onEvent)
 	wq.EventRegister(&s.entry)
 	st.Add(s)
@@ -176,19 +173,19 @@ func (s *sock) onEvent(m gwaiter.EventMask) {
 
 // Endpoint, Inode and Owner implement netstack.Socket.
 func (s *sock) Endpoint() tcpip.Endpoint { return s.ep }
-func (s *sock) Inode() uint64            { return s.ino }
-func (s *sock) Owner() uint32            { return s.uid }
+func (s *sock) Inode() uint64            { return s.Ino() }
+
+// Owner is the uid /proc/net shows: the sockfs inode's, which fchown
+// changes, as Linux's sockfs_setattr changes sk_uid.
+func (s *sock) Owner() uint32 {
+	uid, _ := s.IDs()
+	return uid
+}
 
 // Family, Type and Protocol implement socket.Socket.
 func (s *sock) Family() int   { return s.family }
 func (s *sock) Type() int     { return s.typ }
 func (s *sock) Protocol() int { return s.proto }
-
-// Stat implements vfs.FileImpl.
-func (s *sock) Stat() (vfs.Stat, error) { return socket.Stat(s.ino, s.uid, s.gid), nil }
-
-// Name is what /proc/<pid>/fd shows.
-func (s *sock) Name() string { return socket.Name(s.ino) }
 
 // Release implements vfs.FileImpl.
 func (s *sock) Release() {

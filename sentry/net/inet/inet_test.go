@@ -254,3 +254,18 @@ func (g guest) readFile(name string) string {
 	}
 	return string(out)
 }
+
+// TestFchmodAndFchownChangeAnInetSocketsInode: as any socket's, its
+// sockfs inode takes a mode and an owner.
+func TestFchmodAndFchownChangeAnInetSocketsInode(t *testing.T) {
+	run(t, func(g guest) {
+		s := g.must("socket", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM, 0)
+		g.must("fchmod", unix.SYS_FCHMOD, s, 0o644)
+		g.must("fchown", unix.SYS_FCHOWN, s, 1234, ^uintptr(0))
+		st := g.Alloc(144)
+		g.must("fstat", unix.SYS_FSTAT, s, st)
+		if mode, uid := g.ReadU32(st+24), g.ReadU32(st+28); mode != unix.S_IFSOCK|0o644 || uid != 1234 {
+			t.Errorf("after fchmod 0644 and fchown 1234: mode %#o uid %d", mode, uid)
+		}
+	})
+}

@@ -86,7 +86,7 @@ func (s *sock) GetSockOpt(t *kernel.Task, level, name, size int) ([]byte, error)
 			}
 			return nil, nil
 		case unix.SO_COOKIE:
-			return binary.LittleEndian.AppendUint64(nil, s.ino), nil
+			return binary.LittleEndian.AppendUint64(nil, s.Ino()), nil
 		case unix.SO_PASSCRED:
 			return socket.PutBool(so.GetPassCred()), nil
 		}

@@ -23,11 +23,10 @@ import (
 
 // sock is one NETLINK_ROUTE socket.
 type sock struct {
-	st       *netstack.Stack
-	typ      int
-	ino      uint64
-	uid, gid uint32
-	queue    waiter.Queue
+	st          *netstack.Stack
+	typ         int
+	socket.Node // the sockfs inode
+	queue       waiter.Queue
 
 	mu     sync.Mutex
 	portID uint32
@@ -55,8 +54,8 @@ func New(t *kernel.Task, typ, protocol int) (socket.Socket, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sock{st: st, typ: typ, ino: socket.NewIno(), opts: socket.NewOptions(), flags: map[int]bool{}}
-	s.uid, s.gid = socket.Owner(t)
+	s := &sock{st: st, typ: typ, opts: socket.NewOptions(), flags: map[int]bool{}}
+	s.Init(socket.Owner(t))
 	return s, nil
 }
 
@@ -98,9 +97,6 @@ func (s *sock) bindLocked(t *kernel.Task, want uint32) error {
 func (s *sock) Family() int   { return unix.AF_NETLINK }
 func (s *sock) Type() int     { return s.typ }
 func (s *sock) Protocol() int { return unix.NETLINK_ROUTE }
-
-func (s *sock) Stat() (vfs.Stat, error) { return socket.Stat(s.ino, s.uid, s.gid), nil }
-func (s *sock) Name() string            { return socket.Name(s.ino) }
 
 // Release implements vfs.FileImpl.
 func (s *sock) Release() {

@@ -91,18 +91,40 @@ var (
 	lastIno atomic.Uint64
 )
 
-// NewIno returns a fresh sockfs inode number.
-func NewIno() uint64 { return lastIno.Add(1) }
-
-// Stat is what fstat(2) reports of a socket: a sockfs inode of mode
-// S_IFSOCK|0777 owned by its creator.
-func Stat(ino uint64, uid, gid uint32) vfs.Stat {
-	return vfs.Stat{Dev: sockDev, Ino: ino, Mode: unix.S_IFSOCK | 0o777, Nlink: 1, UID: uid, GID: gid,
-		Blksize: 4096}
+// Node is a socket's sockfs inode: its number, and the mode, owner and
+// times that fstat(2) reports and fchmod(2) and fchown(2) change (Linux's
+// sockfs_setattr). A family's socket embeds it, which gives the socket
+// its Stat, its SetAttr (vfs.AttrSetter) and its Name.
+type Node struct {
+	ino   uint64
+	attrs vfs.InodeAttrs
 }
 
+// Init gives n a fresh inode number, mode S_IFSOCK|0777, owner uid and
+// gid, and times of zero, as Linux's sock_alloc makes the inode.
+func (n *Node) Init(uid, gid uint32) {
+	n.ino = lastIno.Add(1)
+	n.attrs.Init(unix.S_IFSOCK|0o777, uid, gid, unix.Timespec{})
+}
+
+// Ino is the inode number, which /proc/net lists and SO_COOKIE reports.
+func (n *Node) Ino() uint64 { return n.ino }
+
+// IDs returns the inode's owner: the creator's, or what fchown made it.
+func (n *Node) IDs() (uid, gid uint32) { return n.attrs.IDs() }
+
+// Stat implements vfs.FileImpl.
+func (n *Node) Stat() (vfs.Stat, error) {
+	st := vfs.Stat{Dev: sockDev, Ino: n.ino, Nlink: 1, Blksize: 4096}
+	n.attrs.Fill(&st)
+	return st, nil
+}
+
+// SetAttr implements vfs.AttrSetter.
+func (n *Node) SetAttr(a *vfs.Attr) error { return n.attrs.SetAttr(a) }
+
 // Name is what /proc/<pid>/fd shows for a socket.
-func Name(ino uint64) string { return "socket:[" + strconv.FormatUint(ino, 10) + "]" }
+func (n *Node) Name() string { return "socket:[" + strconv.FormatUint(n.ino, 10) + "]" }
 
 // NewFile opens s as a file description: read and write, with
 // SOCK_NONBLOCK's O_NONBLOCK. A socket that keeps its file (AF_UNIX's,

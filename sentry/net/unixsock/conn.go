@@ -156,8 +156,9 @@ func (e *endpoint) Connect(t *kernel.Task, addr []byte, nonblock bool) error {
 			}
 			return unix.EINVAL
 		}
-		conn := &endpoint{ns: e.ns, typ: e.typ, ino: socket.NewIno(), uid: other.uid, gid: other.gid,
-			state: stEstablished, peer: e, backlog: maxDgramQlen, peercred: taskCred(t), opts: socket.NewOptions()}
+		conn := &endpoint{ns: e.ns, typ: e.typ, state: stEstablished, peer: e, backlog: maxDgramQlen,
+			peercred: taskCred(t), opts: socket.NewOptions()}
+		conn.Init(other.IDs())
 		conn.addr = other.addr
 		if other.node != nil {
 			conn.node = other.node

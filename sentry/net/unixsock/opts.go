@@ -45,7 +45,7 @@ func (e *endpoint) GetSockOpt(t *kernel.Task, level, name, size int) ([]byte, er
 		b = binary.LittleEndian.AppendUint32(b, u.uid)
 		return binary.LittleEndian.AppendUint32(b, u.gid), nil
 	case unix.SO_COOKIE:
-		return binary.LittleEndian.AppendUint64(nil, e.ino), nil
+		return binary.LittleEndian.AppendUint64(nil, e.Ino()), nil
 	case unix.SO_PEERSEC:
 		return nil, unix.ENOPROTOOPT
 	}

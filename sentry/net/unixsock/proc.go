@@ -28,7 +28,7 @@ func ProcNetUnix(k *kernel.Kernel) string {
 	for e := range ns.all {
 		eps = append(eps, e)
 	}
-	sort.Slice(eps, func(i, j int) bool { return eps[i].ino < eps[j].ino })
+	sort.Slice(eps, func(i, j int) bool { return eps[i].Ino() < eps[j].Ino() })
 	var b strings.Builder
 	b.WriteString("Num       RefCount Protocol Flags    Type St Inode Path\n")
 	for _, e := range eps {
@@ -49,7 +49,7 @@ func ProcNetUnix(k *kernel.Kernel) string {
 		if e.peer != nil {
 			refs = 3
 		}
-		fmt.Fprintf(&b, "%016x: %08X %08X %08X %04X %02X %5d", pseudoAddr(e.ino), refs, 0, flags, e.typ, st, e.ino)
+		fmt.Fprintf(&b, "%016x: %08X %08X %08X %04X %02X %5d", pseudoAddr(e.Ino()), refs, 0, flags, e.typ, st, e.Ino())
 		if e.addr != nil {
 			b.WriteByte(' ')
 			name := e.addr[sunPath:]

@@ -89,10 +89,9 @@ type ucred struct {
 // endpoint is one AF_UNIX socket (Linux's unix_sock). Its fields after
 // the first group are guarded by ns.mu.
 type endpoint struct {
-	ns       *namespace
-	typ      int
-	ino      uint64
-	uid, gid uint32 // the sockfs inode's owner
+	ns          *namespace
+	typ         int
+	socket.Node // the sockfs inode
 
 	queue    waiter.Queue // this socket's readiness
 	peerWait waiter.Queue // writers waiting for room in this socket's queue (peer_wait)
@@ -164,9 +163,8 @@ func New(t *kernel.Task, typ, protocol int) (socket.Socket, error) {
 }
 
 func newEndpoint(t *kernel.Task, ns *namespace, typ int) *endpoint {
-	e := &endpoint{ns: ns, typ: typ, ino: socket.NewIno(), state: stClose, backlog: maxDgramQlen,
-		opts: socket.NewOptions()}
-	e.uid, e.gid = socket.Owner(t)
+	e := &endpoint{ns: ns, typ: typ, state: stClose, backlog: maxDgramQlen, opts: socket.NewOptions()}
+	e.Init(socket.Owner(t))
 	ns.mu.Lock()
 	ns.all[e] = struct{}{}
 	ns.mu.Unlock()
@@ -220,12 +218,6 @@ func senderCred(t *kernel.Task) *ucred {
 func (e *endpoint) Family() int   { return unix.AF_UNIX }
 func (e *endpoint) Type() int     { return e.typ }
 func (e *endpoint) Protocol() int { return 0 }
-
-// Stat implements vfs.FileImpl.
-func (e *endpoint) Stat() (vfs.Stat, error) { return socket.Stat(e.ino, e.uid, e.gid), nil }
-
-// Name is what /proc/<pid>/fd shows.
-func (e *endpoint) Name() string { return socket.Name(e.ino) }
 
 // EventRegister and EventUnregister implement waiter.Waitable.
 func (e *endpoint) EventRegister(w *waiter.Entry)   { e.queue.EventRegister(w) }
