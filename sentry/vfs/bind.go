@@ -95,7 +95,7 @@ func MakeMountPath(root Path, name string, dir bool) (Path, error) {
 	parts := strings.FieldsFunc(name, func(r rune) bool { return r == '/' })
 	for i, part := range parts {
 		last := i == len(parts)-1
-		next, err := Resolver{Root: root, Start: cur}.Lookup(part, true)
+		next, err := Resolver{Root: root, Start: cur, Creds: KernelCreds}.Lookup(part, true) // as the runtime, not a user
 		if err == unix.ENOENT {
 			next, err = MakeMountPoint(cur, part, dir || !last)
 		}

@@ -155,6 +155,14 @@ func TestMakeMountPathMakesMissingParentsInTheTreeOnly(t *testing.T) {
 	if _, err := vfs.MakeMountPath(tr.root, "/plainfile/x", true); err != unix.ENOTDIR {
 		t.Errorf("MakeMountPath under a file: %v, want ENOTDIR", err)
 	}
+	// The runtime makes mount points below any directory, as runc does
+	// as root: a user's 0700 home is no obstacle.
+	tr.ok(vfs.Mkdir(root, tr.target("/home"), 0o755))
+	tr.ok(vfs.Mkdir(root, tr.target("/home/alice"), 0o700))
+	tr.ok(vfs.Chown(root, tr.path("/home/alice"), 1000, 1000))
+	if _, err := vfs.MakeMountPath(tr.root, "/home/alice/.cache/x", true); err != nil {
+		t.Errorf("MakeMountPath below another user's 0700 directory: %v", err)
+	}
 }
 
 // volatileDir is a directory whose look-ups are never cached (as /proc's)
