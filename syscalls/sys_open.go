@@ -61,7 +61,7 @@ func openAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int, mode uint3
 	if err != nil {
 		return 0, err
 	}
-	f, err := openPath(t, p, flags, created)
+	f, err := openPath(t, &res.Creds, p, flags, created)
 	if err != nil {
 		return 0, err
 	}
@@ -129,9 +129,10 @@ func createAt(t *kernel.Task, res vfs.Resolver, name string, flags int, mode uin
 	}
 }
 
-// openPath opens an already resolved file with open(2)'s flags; a file
-// the call has just created is opened without permission checks.
-func openPath(t *kernel.Task, p vfs.Path, flags int, created bool) (*vfs.File, error) {
+// openPath opens an already resolved file with open(2)'s flags, checking
+// access with the credentials it was resolved with; a file the call has
+// just created is opened without permission checks.
+func openPath(t *kernel.Task, creds *vfs.Creds, p vfs.Path, flags int, created bool) (*vfs.File, error) {
 	ino := p.Dentry.Inode()
 	st, err := ino.Stat()
 	if err != nil {
@@ -169,8 +170,7 @@ func openPath(t *kernel.Task, p vfs.Path, flags int, created bool) (*vfs.File, e
 		want |= vfs.MayWrite
 	}
 	if !created {
-		c := t.FSCreds()
-		if err := c.Permission(&st, want); err != nil {
+		if err := creds.Permission(&st, want); err != nil {
 			return nil, err
 		}
 	}
