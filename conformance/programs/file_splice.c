@@ -18,7 +18,10 @@
  * EXDEV across file systems (checked before a length of 0), EINVAL for
  * flags, pipes and overlapping ranges of one file, EISDIR, EBADF for the
  * access modes and O_APPEND, EOVERFLOW for a negative offset. O_DIRECT
- * opens and moves aligned blocks, and shows in F_GETFL.
+ * opens and moves aligned blocks, and shows in F_GETFL. A splice out of a
+ * packet pipe (O_DIRECT) that ends inside a packet leaves the packet's rest,
+ * which the next read returns; data spliced across the end of the pipe's
+ * ring arrives whole.
  */
 // covers: splice tee vmsplice copy_file_range
 // places: bind root
@@ -232,6 +235,51 @@ static void test_copy_file_range(void)
 	close(b);
 }
 
+static void test_pipe_buffers(void)
+{
+	char buf[16384], want[10240];
+	int a[2], b[2];
+	long got, n;
+	size_t i;
+
+	/* A packet pipe's rest stays after a splice that ends inside it. */
+	CHECK_EQ(pipe2(a, O_DIRECT | O_NONBLOCK), 0);
+	CHECK_EQ(pipe2(b, O_NONBLOCK), 0);
+	CHECK_EQ(write(a[1], "abc", 3), 3);
+	CHECK_EQ(write(a[1], "defg", 4), 4);
+	CHECK_EQ(splice(a[0], NULL, b[1], NULL, 5, 0), 5);
+	/* Linux carries the packet boundaries into the other pipe (a read
+	 * there takes "abc", then "de"); only the bytes are checked. */
+	got = 0;
+	while (got < 5 && (n = read(b[0], buf + got, sizeof(buf) - got)) > 0)
+		got += n;
+	CHECK_EQ(got, 5);
+	CHECK_MEM(buf, "abcde", 5);
+	CHECK_EQ(read(a[0], buf, sizeof(buf)), 2);
+	CHECK_MEM(buf, "fg", 2);
+	CHECK_ERR(read(a[0], buf, sizeof(buf)), EAGAIN);
+	close(a[0]);
+	close(a[1]);
+
+	/* Data starting 4 KiB before the end of a 64 KiB pipe's ring. */
+	CHECK_EQ(pipe2(a, O_NONBLOCK), 0);
+	memset(buf, 0, sizeof(buf));
+	for (i = 0; i < 15; i++) { /* 60 KiB in and out */
+		CHECK_EQ(write(a[1], buf, 4096), 4096);
+		CHECK_EQ(read(a[0], buf, 4096), 4096);
+	}
+	for (i = 0; i < sizeof(want); i++)
+		want[i] = (char)(i * 7);
+	CHECK_EQ(write(a[1], want, sizeof(want)), (long)sizeof(want));
+	CHECK_EQ(splice(a[0], NULL, b[1], NULL, sizeof(want), 0), (long)sizeof(want));
+	CHECK_EQ(read(b[0], buf, sizeof(buf)), (long)sizeof(want));
+	CHECK_MEM(buf, want, sizeof(want));
+	close(a[0]);
+	close(a[1]);
+	close(b[0]);
+	close(b[1]);
+}
+
 static void test_odirect(void)
 {
 	static char block[2 * 4096] __attribute__((aligned(4096)));
@@ -266,6 +314,7 @@ int main(int argc, char **argv)
 	test_splice();
 	test_tee_vmsplice();
 	test_copy_file_range();
+	test_pipe_buffers();
 	test_odirect();
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		unlink(path(names[i]));

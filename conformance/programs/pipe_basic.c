@@ -18,13 +18,15 @@
  * without CAP_SYS_RESOURCE, and F_GETPIPE_SZ on a file is EBADF; pipe2 with
  * O_CLOEXEC and O_NONBLOCK sets them on both ends, O_DIRECT makes a packet
  * pipe (one read, one write), other flags are EINVAL; FIONREAD counts the
- * bytes held; close makes the descriptor EBADF.
+ * bytes held; close makes the descriptor EBADF. fchmod and fchown of either
+ * end change the one inode both share, as fstat of the other end shows.
  */
-// covers: pipe pipe2 read write close fcntl
+// covers: pipe pipe2 read write close fcntl fchmod fchown
 #include "check.h"
 
 #include <limits.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 
 #define PIPE_SIZE 65536
 
@@ -313,6 +315,23 @@ static void test_pipe2_flags(void)
 	CHECK_ERR(syscall(SYS_pipe2, (void *)8, 0), EFAULT);
 }
 
+static void test_attrs(void)
+{
+	struct stat st;
+	int p[2];
+
+	CHECK_EQ(pipe(p), 0);
+	CHECK_EQ(fchmod(p[0], 0640), 0);
+	CHECK_EQ(fstat(p[1], &st), 0);
+	CHECK_EQ(st.st_mode, S_IFIFO | 0640);
+	CHECK_EQ(fchown(p[1], -1, getegid()), 0);
+	CHECK_EQ(fstat(p[0], &st), 0);
+	CHECK_EQ(st.st_gid, getegid());
+	CHECK_EQ(st.st_uid, geteuid());
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(int argc, char **argv)
 {
 	check_init(argc, argv);
@@ -323,5 +342,6 @@ int main(int argc, char **argv)
 	test_atomic();
 	test_pipe_size();
 	test_pipe2_flags();
+	test_attrs();
 	return check_finish();
 }
