@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/confine"
@@ -71,16 +70,7 @@ func goferOf(t *testing.T, bundle string) int {
 // shared memory.
 func TestRunningContainersSentryGoferAndStubsAreConfined(t *testing.T) {
 	e := newEnv(t)
-	e.config("sleep", "30")
-	if _, errOut, code := e.moatCmd("run", "--bundle", e.bundle, "--detach", "c"); code != 0 {
-		t.Fatalf("run --detach: exit %d: %s", code, errOut)
-	}
-	defer func() {
-		e.moatCmd("kill", "c", "KILL")
-		e.waitStatus("c", specs.StateStopped)
-		e.moatCmd("delete", "c")
-	}()
-	sentry := e.waitStatus("c", specs.StateRunning).Pid
+	sentry := e.runSleeper()
 	gofer := goferOf(t, e.bundle)
 	stubs := childPids(sentry)
 	switch {

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"testing"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/control"
@@ -25,16 +24,7 @@ func TestSentryAndGoferStartWithTheirDescriptorTablesSized(t *testing.T) {
 		t.Skipf("RLIMIT_NOFILE %d is too low for moat to pass fd %d", lim.Cur, control.TableFD)
 	}
 	e := newEnv(t)
-	e.config("sleep", "30")
-	if _, errOut, code := e.moatCmd("run", "--bundle", e.bundle, "--detach", "c"); code != 0 {
-		t.Fatalf("run --detach: exit %d: %s", code, errOut)
-	}
-	defer func() {
-		e.moatCmd("kill", "c", "KILL")
-		e.waitStatus("c", specs.StateStopped)
-		e.moatCmd("delete", "c")
-	}()
-	sentry := e.waitStatus("c", specs.StateRunning).Pid
+	sentry := e.runSleeper()
 	for what, pid := range map[string]int{"sentry": sentry, "gofer": goferOf(t, e.bundle)} {
 		size, err := strconv.Atoi(procStatus(t, pid)["FDSize"])
 		must(t, err)

@@ -158,6 +158,23 @@ func (e *env) waitStatus(id string, want specs.ContainerState) specs.State {
 	}
 }
 
+// runSleeper starts container c detached, its process sleeping 30 s,
+// kills and deletes it when the test ends, and returns its sentry's pid
+// once it runs.
+func (e *env) runSleeper() int {
+	e.t.Helper()
+	e.config("sleep", "30")
+	if _, errOut, code := e.moatCmd("run", "--bundle", e.bundle, "--detach", "c"); code != 0 {
+		e.t.Fatalf("run --detach: exit %d: %s", code, errOut)
+	}
+	e.t.Cleanup(func() {
+		e.moatCmd("kill", "c", "KILL")
+		e.waitStatus("c", specs.StateStopped)
+		e.moatCmd("delete", "c")
+	})
+	return e.waitStatus("c", specs.StateRunning).Pid
+}
+
 // checkClean asserts that nothing of moat is left: no state, no sentry this
 // test saw, no gofer serving its bundle.
 func (e *env) checkClean() {
