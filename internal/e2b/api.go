@@ -175,6 +175,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		timeout = *req.Timeout
 	}
 	var problem string
+	netProblem := networkProblem(req.Network)
 	switch {
 	case req.TemplateID == "":
 		problem = "templateID is required"
@@ -184,8 +185,8 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		problem = "autoPause: moat serve cannot pause sandboxes yet"
 	case req.AllowInternetAccess != nil && *req.AllowInternetAccess:
 		problem = "allow_internet_access: moat serve's sandboxes have no network beyond their loopback yet"
-	case networkProblem(req.Network) != "":
-		problem = networkProblem(req.Network)
+	case netProblem != "":
+		problem = netProblem
 	case len(req.VolumeMounts) > 0 && string(req.VolumeMounts) != "null":
 		problem = "volumeMounts: moat serve has no volumes"
 	case len(req.MCP) > 0 && string(req.MCP) != "null":

@@ -66,12 +66,16 @@ func download(w http.ResponseWriter, r *http.Request, sb *sandbox, u guestUser) 
 		w.WriteHeader(http.StatusOK)
 		return w
 	})
-	if err != nil && !started {
+	switch {
+	case err != nil && !started:
 		// Not opened: a directory is EISDIR, 400, as envd answers it.
 		envdErrorFor(w, fileFailure(err))
+	case err != nil:
+		// The data has started: the response is cut off, so that the
+		// client sees the copy broke (a chunked body, of a file whose
+		// length went unsaid, would otherwise end as if complete).
+		panic(http.ErrAbortHandler)
 	}
-	// Once the data has started, a short body tells the client that the
-	// copy broke.
 }
 
 func upload(w http.ResponseWriter, r *http.Request, sb *sandbox, u guestUser) {

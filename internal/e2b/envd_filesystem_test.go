@@ -114,7 +114,7 @@ func TestFileErrnosBecomeEnvdsConnectCodes(t *testing.T) {
 		{"stat the user may not", second(sb.statRPC(ctx, plainUser, &pathRequest{Path: "/root"})), codePermissionDenied},
 		{"list of a file", second(sb.listDir(ctx, plainUser, &listDirRequest{Path: "/tmp/file"})), codeInvalidArgument},
 		{"list of a missing directory", second(sb.listDir(ctx, plainUser, &listDirRequest{Path: "/nope"})), codeNotFound},
-		{"list through a symlink cycle", second(sb.listDir(ctx, plainUser, &listDirRequest{Path: "/loop"})), codeFailedPrecondition},
+		{"list answered ELOOP (a symlink cycle)", second(sb.listDir(ctx, plainUser, &listDirRequest{Path: "/loop"})), codeFailedPrecondition},
 		{"list of more than one answer holds", second(sb.listDir(ctx, plainUser, &listDirRequest{Path: "/huge"})), codeFailedPrecondition},
 		{"makeDir of a directory there", second(sb.makeDir(ctx, plainUser, &pathRequest{Path: "/tmp"})), codeAlreadyExists},
 		{"makeDir of a symlink to one", second(sb.makeDir(ctx, plainUser, &pathRequest{Path: "/tmp/dirlink"})), codeAlreadyExists},

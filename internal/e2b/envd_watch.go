@@ -53,16 +53,12 @@ type fileState struct {
 	size, mtime int64
 }
 
-// watchDepth is how deep a recursive watch lists: as deep as a listing
-// goes.
-const watchDepth = maxListDepth
-
 // snapshot lists dir (recursively or not) by path relative to it: a dir
 // that is gone is not_found, one that is no directory invalid_argument.
 func (sb *sandbox) snapshot(ctx context.Context, u guestUser, dir string, recursive bool) (map[string]fileState, error) {
 	depth := 1
 	if recursive {
-		depth = watchDepth
+		depth = maxListDepth // as deep as a listing may go
 	}
 	es, err := sb.inst.fileCall(ctx, control.OpList, control.FileOp{Path: dir, Depth: depth, User: fileUser(u)})
 	if err != nil {

@@ -54,17 +54,11 @@ func errnoCode(errno syscall.Errno) string {
 }
 
 // errnoStatus is the HTTP status of a /files request whose file
-// operation failed with errno.
+// operation failed with errno: its Connect code's, but 507 for no space,
+// as envd's /files answers it.
 func errnoStatus(errno syscall.Errno) int {
-	switch errno {
-	case syscall.ENOENT:
-		return http.StatusNotFound
-	case syscall.ENOTDIR, syscall.EISDIR, syscall.EINVAL, syscall.ENAMETOOLONG, syscall.ELOOP:
-		return http.StatusBadRequest
-	case syscall.EACCES, syscall.EPERM, syscall.EROFS:
-		return http.StatusForbidden
-	case syscall.ENOSPC, syscall.EDQUOT:
+	if errno == syscall.ENOSPC || errno == syscall.EDQUOT {
 		return http.StatusInsufficientStorage
 	}
-	return http.StatusInternalServerError
+	return rpcStatus(errnoCode(errno))
 }

@@ -59,21 +59,33 @@ func (sb *sandbox) idNames(ctx context.Context) idNames {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.read.IsZero() || time.Since(c.read) >= idNamesFresh {
-		c.names, c.read = sb.readIDNames(ctx), time.Now()
+		names, settled := sb.readIDNames(ctx)
+		if !settled {
+			return names // this request's answer; the next one reads again
+		}
+		c.names, c.read = names, time.Now()
 	}
 	return c.names
 }
 
 // readIDNames reads the sandbox's /etc/passwd and /etc/group as root (as
-// envd reads them); one that cannot be read names nothing.
-func (sb *sandbox) readIDNames(ctx context.Context) idNames {
+// envd reads them); one that cannot be read names nothing. settled says
+// what was read is the files' answer (read, missing, unreadable or too
+// long), not a request's failure (cancelled, timed out), and may serve
+// other requests.
+func (sb *sandbox) readIDNames(ctx context.Context) (names idNames, settled bool) {
 	root := fileUser(guestUser{name: "root"})
+	settled = true
 	read := func(p string) map[uint32]string {
 		var b limitedBytes
-		sb.inst.readFile(ctx, root, p, func(control.FileEntry) io.Writer { return &b })
+		err := sb.inst.readFile(ctx, root, p, func(control.FileEntry) io.Writer { return &b })
+		var cerr *control.Error
+		if err != nil && !errors.As(err, &cerr) && !errors.Is(err, errIDFileTooLong) {
+			settled = false
+		}
 		return parseIDFile(b.buf.Bytes(), b.cut)
 	}
-	return idNames{users: read("/etc/passwd"), groups: read("/etc/group")}
+	return idNames{users: read("/etc/passwd"), groups: read("/etc/group")}, settled
 }
 
 // parseIDFile maps the ids of /etc/passwd's or /etc/group's lines
