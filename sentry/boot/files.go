@@ -215,9 +215,16 @@ func (a *fileActor) list(name string, depth int) ([]control.FileEntry, error) {
 		if err != nil {
 			return err
 		}
+		// The names are held while the directories below are walked: the
+		// least their entries will take is spent now, so that what every
+		// level holds at once stays within the room.
+		for _, n := range names {
+			room -= minEntrySize + len(n)
+		}
 		for _, n := range names {
 			child, err := a.step(dir, n, false)
 			if err == unix.ENOENT {
+				room += minEntrySize + len(n)
 				continue // removed since the listing
 			}
 			if err != nil {
@@ -227,7 +234,7 @@ func (a *fileActor) list(name string, depth int) ([]control.FileEntry, error) {
 			if err != nil {
 				return err
 			}
-			if room -= control.EntrySize(e); room < 0 {
+			if room -= control.EntrySize(e) - minEntrySize - len(n); room < 0 {
 				return errListTooLarge
 			}
 			out = append(out, e)
