@@ -80,6 +80,9 @@ func (c *Conn) Send(v any, files ...*os.File) error {
 	if err != nil {
 		return err
 	}
+	if len(data) > MaxMessage {
+		return errMessageTooLong // the peer's Receive would refuse it
+	}
 	data = append(data, '\n')
 	if len(files) > maxFDs {
 		return fmt.Errorf("%d descriptors to pass: at most %d fit in one message", len(files), maxFDs)

@@ -9,10 +9,7 @@
 package control
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"net"
 	"syscall"
 	"time"
 
@@ -219,18 +216,24 @@ func Call(path string, req Request, timeout time.Duration) error {
 }
 
 // CallFor is Call for a request whose answer carries more than success.
+// The answer is read as every control message is (Conn.Receive), within
+// MaxMessage.
 func CallFor(path string, req Request, timeout time.Duration) (Response, error) {
-	conn, err := net.DialTimeout("unix", path, timeout)
+	conn, err := Dial(path, timeout)
 	if err != nil {
-		return Response{}, fmt.Errorf("connect to sandbox control socket: %w", err)
+		return Response{}, err
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))
-	if err := json.NewEncoder(conn).Encode(req); err != nil {
+	if err := conn.Send(req); err != nil {
 		return Response{}, fmt.Errorf("send %s request: %w", req.Op, err)
 	}
 	var resp Response
-	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&resp); err != nil {
+	files, err := conn.Receive(&resp)
+	for _, f := range files {
+		f.Close() // no answer of Call's passes descriptors
+	}
+	if err != nil {
 		return Response{}, fmt.Errorf("read %s reply: %w", req.Op, err)
 	}
 	return resp, resp.Err()
