@@ -215,10 +215,14 @@ func (i *inode) rewalkLocked() error {
 	return nil
 }
 
-// setName records that i is now name in dir (dir nil: its name is gone).
-func (i *inode) setName(dir *inode, name string) {
+// moveName records that the name i is known by, if it is fromName in
+// fromDir, is now toName in toDir (toDir nil: gone). A file with hard
+// links is known by one of its names: a change to another leaves it be.
+func (i *inode) moveName(fromDir *inode, fromName string, toDir *inode, toName string) {
 	i.nodeMu.Lock()
-	i.parent, i.name = dir, name
+	if i.parent == fromDir && i.name == fromName {
+		i.parent, i.name = toDir, toName
+	}
 	i.nodeMu.Unlock()
 }
 
@@ -230,7 +234,7 @@ func (f *fs) removed(dir *inode, name string) {
 	delete(f.names, k)
 	f.lruMu.Unlock()
 	if i != nil {
-		i.setName(nil, "")
+		i.moveName(dir, name, nil, "")
 	}
 }
 
@@ -251,13 +255,13 @@ func (f *fs) renamed(od *inode, oldName string, nd *inode, newName string, flags
 	}
 	f.lruMu.Unlock()
 	if moved != nil {
-		moved.setName(nd, newName)
+		moved.moveName(od, oldName, nd, newName)
 	}
 	if over != nil && over != moved {
 		if exchange {
-			over.setName(od, oldName)
+			over.moveName(nd, newName, od, oldName)
 		} else {
-			over.setName(nil, "")
+			over.moveName(nd, newName, nil, "")
 		}
 	}
 }

@@ -85,3 +85,35 @@ func TestNodesOfIdleFilesAreGivenBack(t *testing.T) {
 		t.Errorf("the host's new file was changed: mode %o", st.Mode().Perm())
 	}
 }
+
+// TestAHardLinkKeepsTheNameItWasFoundBy: a file given back and found
+// again by another of its names is walked to by that one; removing the
+// first name leaves it reachable.
+func TestAHardLinkKeepsTheNameItWasFoundBy(t *testing.T) {
+	dir := t.TempDir()
+	ok(t, os.WriteFile(filepath.Join(dir, "a"), []byte("x"), 0o644))
+	ok(t, os.Link(filepath.Join(dir, "a"), filepath.Join(dir, "b")))
+	root := served(t, dir)
+	const maxAttached = 50
+	root.Dentry.Inode().(*inode).fs.maxAttached = maxAttached
+	c := me()
+	fill := func(round int) { // idle files enough to give the oldest nodes back
+		for k := 0; k < 2*maxAttached; k++ {
+			_, err := vfs.Create(c, target(t, root, fmt.Sprintf("/r%d-%03d", round, k)), 0o644)
+			ok(t, err)
+		}
+	}
+	a := lookup(t, root, "/a").Dentry.Inode().(*inode)
+	fill(0)
+	if a.node != detached {
+		t.Fatal("a still holds its node")
+	}
+	if lookup(t, root, "/b").Dentry.Inode().(*inode) != a {
+		t.Fatal("b is not a's inode")
+	}
+	ok(t, vfs.Unlink(c, target(t, root, "/a")))
+	fill(1)
+	if err := vfs.Chmod(c, lookup(t, root, "/b"), 0o600); err != nil {
+		t.Errorf("chmod of the name left, after the other was removed and the node given back: %v", err)
+	}
+}
