@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"testing"
@@ -31,8 +33,12 @@ func TestSentryAndGoferStartWithTheirDescriptorTablesSized(t *testing.T) {
 		if size <= control.TableFD {
 			t.Errorf("%s %d: FDSize %d; want more than %d", what, pid, size, control.TableFD)
 		}
-		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, control.TableFD)); err == nil {
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, control.TableFD))
+		switch {
+		case err == nil:
 			t.Errorf("%s %d still holds fd %d (%s), which only sized its table", what, pid, control.TableFD, target)
+		case !errors.Is(err, fs.ErrNotExist):
+			t.Errorf("%s %d: cannot tell whether it holds fd %d: %v", what, pid, control.TableFD, err)
 		}
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"os"
 	"runtime"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/moat-sandbox/moat/internal/confine"
 	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/platform/kvm"
@@ -29,9 +27,7 @@ func bootMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "moat boot: takes no arguments (it is started by moat create)")
 		return 2
 	}
-	// It only sized the descriptor table (fdtable.go); if it was not
-	// passed, nothing is there.
-	unix.Close(control.TableFD)
+	releaseFDTableFD()
 	setupConn := os.NewFile(control.BootSetupFD, "setup")
 	var setup control.Setup
 	if err := json.NewDecoder(setupConn).Decode(&setup); err != nil {

@@ -46,3 +46,8 @@ func reserveFDTable(byFD map[int]*os.File, f *os.File) {
 	}
 	byFD[control.TableFD] = f
 }
+
+// releaseFDTableFD closes control.TableFD in the sentry or the gofer, first
+// thing: it only sized the descriptor table; if it was not passed,
+// nothing is there.
+func releaseFDTableFD() { unix.Close(control.TableFD) }

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/moat-sandbox/moat/gofer"
 	"github.com/moat-sandbox/moat/internal/bundle"
 	"github.com/moat-sandbox/moat/internal/confine"
@@ -25,9 +23,7 @@ import (
 // onwards. Each tree is served on its own socket, and so in a session of
 // its own: no request on one can name a file of another.
 func goferMain(args []string) int {
-	// It only sized the descriptor table (fdtable.go); if it was not
-	// passed, nothing is there.
-	unix.Close(control.TableFD)
+	releaseFDTableFD()
 	a, err := parseGoferArgs(args)
 	var paths []string
 	if err == nil {
