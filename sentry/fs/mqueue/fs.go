@@ -151,20 +151,13 @@ func (n *queueInode) SetAttr(a *vfs.Attr) error {
 		q.mtime = now
 	}
 	if a.Mask&vfs.SetAtime != 0 {
-		q.atime = orNow(a.Atime, now)
+		q.atime = vfs.TimeOrNow(a.Atime, now)
 	}
 	if a.Mask&vfs.SetMtime != 0 {
-		q.mtime = orNow(a.Mtime, now)
+		q.mtime = vfs.TimeOrNow(a.Mtime, now)
 	}
 	q.ctime = now
 	return nil
-}
-
-func orNow(ts, now unix.Timespec) unix.Timespec {
-	if ts.Nsec == unix.UTIME_NOW {
-		return now
-	}
-	return ts
 }
 
 // File is an open queue: from mq_open, or open(2) in the file system.

@@ -71,7 +71,7 @@ func (n *inode) makeNode(name string, mode uint32, rdev uint64, uid, gid uint32,
 	if _, ok := n.entries[name]; ok {
 		return nil, unix.EEXIST
 	}
-	t := now()
+	t := vfs.RealtimeNow()
 	c := n.fs.newInode(mode, uid, gid, t)
 	c.rdev = rdev
 	if mode&unix.S_IFMT == unix.S_IFLNK {
@@ -140,7 +140,7 @@ func (n *inode) Link(name string, target vfs.Inode) error {
 	if _, ok := n.entries[name]; ok {
 		return unix.EEXIST
 	}
-	t := now()
+	t := vfs.RealtimeNow()
 	c.mu.Lock()
 	if c.nlink == 0 && !c.linkable {
 		c.mu.Unlock()
@@ -185,7 +185,7 @@ func (n *inode) remove(name string, dir bool) error {
 	case dir && c.hasEntries():
 		return unix.ENOTEMPTY
 	}
-	n.removeLocked(name, c, now())
+	n.removeLocked(name, c, vfs.RealtimeNow())
 	return nil
 }
 
@@ -223,7 +223,7 @@ func (n *inode) Rename(oldName string, newDir vfs.Inode, newName string, flags u
 	if dst != nil && dst.n == src.n {
 		return nil
 	}
-	t := now()
+	t := vfs.RealtimeNow()
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		if dst == nil {
 			return unix.ENOENT
@@ -281,7 +281,7 @@ func (n *inode) Tmpfile(mode, uid, gid uint32, linkable bool) (vfs.Inode, error)
 	if !n.isDir() {
 		return nil, unix.ENOTDIR
 	}
-	c := n.fs.newInode(unix.S_IFREG|mode&0o7777, uid, gid, now())
+	c := n.fs.newInode(unix.S_IFREG|mode&0o7777, uid, gid, vfs.RealtimeNow())
 	c.nlink = 0
 	c.linkable = linkable
 	return c, nil

@@ -69,7 +69,7 @@ func (f *file) ReadAt(dst []byte, off int64) (int, error) {
 // touchAtimeLocked updates the access time as a relatime mount does: when
 // it is older than the last change, or a day old.
 func (n *inode) touchAtimeLocked() {
-	t := now()
+	t := vfs.RealtimeNow()
 	if n.atime.Nano() <= n.mtime.Nano() || n.atime.Nano() <= n.ctime.Nano() ||
 		t.Sec-n.atime.Sec >= 24*60*60 {
 		n.atime = t
@@ -126,7 +126,7 @@ func (f *file) Write(src *vfs.IOSeq, off int64) (int, error) {
 			}
 		}
 		if done > 0 {
-			t := now()
+			t := vfs.RealtimeNow()
 			n.mtime, n.ctime = t, t
 			return done, nil
 		}
@@ -193,7 +193,7 @@ func (f *file) Allocate(c vfs.Context, off, length int64) error {
 			return err
 		}
 	}
-	t := now()
+	t := vfs.RealtimeNow()
 	if off+length > n.size {
 		n.size = off + length
 		n.data.SetSize(n.size)

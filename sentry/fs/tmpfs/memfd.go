@@ -49,7 +49,7 @@ func NewMemFD(mf *memfile.File, name string, uid, gid uint32, allowSealing, noEx
 	if noExec {
 		mode = 0o666
 	}
-	n := memfds(mf).newInode(unix.S_IFREG|mode, uid, gid, now())
+	n := memfds(mf).newInode(unix.S_IFREG|mode, uid, gid, vfs.RealtimeNow())
 	n.nlink = 0
 	n.opens = 1
 	if !allowSealing {
@@ -78,7 +78,7 @@ func (m *memFile) SetSize(size int64) error {
 		return err
 	}
 	n.truncateLocked(size)
-	t := now()
+	t := vfs.RealtimeNow()
 	n.mtime, n.ctime = t, t
 	return nil
 }

@@ -97,17 +97,10 @@ func New(mf *memfile.File, opts Options) *vfs.Dentry {
 			}
 		}
 	}
-	root := f.newInode(unix.S_IFDIR|opts.Mode&0o7777, opts.UID, opts.GID, now())
+	root := f.newInode(unix.S_IFDIR|opts.Mode&0o7777, opts.UID, opts.GID, vfs.RealtimeNow())
 	return vfs.NewRoot(root)
 }
 
-// now is the time stamps are taken from: the host's real-time clock, which
-// is the guest's too.
-func now() unix.Timespec {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_REALTIME, &ts)
-	return ts
-}
 
 func (f *fs) newInode(mode, uid, gid uint32, t unix.Timespec) *inode {
 	n := &inode{fs: f, ino: f.inos.Add(1), mode: mode, nlink: 1, uid: uid, gid: gid, atime: t, mtime: t, ctime: t}
@@ -223,7 +216,7 @@ func (n *inode) Open(flags int) (vfs.FileImpl, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if flags&unix.O_TRUNC != 0 {
-		t := now()
+		t := vfs.RealtimeNow()
 		n.truncateLocked(0)
 		n.mtime, n.ctime = t, t
 	}
@@ -257,7 +250,7 @@ func (n *inode) StatFS() (vfs.FSStat, error) {
 func (n *inode) SetAttr(a *vfs.Attr) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	t := now()
+	t := vfs.RealtimeNow()
 	if a.Mask&vfs.SetSize != 0 {
 		if n.mode&unix.S_IFMT != unix.S_IFREG {
 			return unix.EINVAL
@@ -282,17 +275,11 @@ func (n *inode) SetAttr(a *vfs.Attr) error {
 	if a.Mask&vfs.SetGID != 0 {
 		n.gid = a.GID
 	}
-	at := func(ts unix.Timespec) unix.Timespec {
-		if ts.Nsec == unix.UTIME_NOW {
-			return t
-		}
-		return ts
-	}
 	if a.Mask&vfs.SetAtime != 0 {
-		n.atime = at(a.Atime)
+		n.atime = vfs.TimeOrNow(a.Atime, t)
 	}
 	if a.Mask&vfs.SetMtime != 0 {
-		n.mtime = at(a.Mtime)
+		n.mtime = vfs.TimeOrNow(a.Mtime, t)
 	}
 	n.ctime = t
 	return nil

@@ -18,7 +18,7 @@ func (n *inode) SetXattr(name string, value []byte, flags int) error {
 	if err := n.xattrs.Set(name, value, flags); err != nil {
 		return err
 	}
-	n.ctime = now()
+	n.ctime = vfs.RealtimeNow()
 	return nil
 }
 
@@ -36,6 +36,6 @@ func (n *inode) RemoveXattr(name string) error {
 	if err := n.xattrs.Remove(name); err != nil {
 		return err
 	}
-	n.ctime = now()
+	n.ctime = vfs.RealtimeNow()
 	return nil
 }
