@@ -101,7 +101,6 @@ func New(mf *memfile.File, opts Options) *vfs.Dentry {
 	return vfs.NewRoot(root)
 }
 
-
 func (f *fs) newInode(mode, uid, gid uint32, t unix.Timespec) *inode {
 	n := &inode{fs: f, ino: f.inos.Add(1), mode: mode, nlink: 1, uid: uid, gid: gid, atime: t, mtime: t, ctime: t}
 	switch mode & unix.S_IFMT {
