@@ -24,7 +24,7 @@ func openContainer(g *globalOptions, id string) (*state.Dir, *state.Container, e
 }
 
 // destroy kills whatever still runs of container c, waits until its sentry
-// and gofer are gone, removes its cgroup (killing what is left in it: the
+// and gofer (and moat usernet, for a user-space network) are gone, removes its cgroup (killing what is left in it: the
 // stubs of a sentry that was killed) and its state directory. If a process
 // outlives the wait the directory stays, so that a later delete can try
 // again.
@@ -32,7 +32,7 @@ func destroy(g *globalOptions, dir *state.Dir, c *state.Container) error {
 	procs := []struct {
 		name string
 		p    state.Process
-	}{{"sentry", c.Sentry}, {"gofer", c.Gofer}}
+	}{{"sentry", c.Sentry}, {"gofer", c.Gofer}, {"usernet", c.Usernet}}
 	for _, proc := range procs {
 		if err := proc.p.Kill(); err != nil {
 			return fmt.Errorf("%s: %w", proc.name, err)
@@ -47,7 +47,7 @@ func destroy(g *globalOptions, dir *state.Dir, c *state.Container) error {
 		return err
 	}
 	runPoststopHooks(g, c)
-	g.log.debugf("container %s: sentry and gofer gone, removing its state", c.ID)
+	g.log.debugf("container %s: its processes are gone, removing its state", c.ID)
 	return dir.Remove()
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/moat-sandbox/moat/internal/bundle"
 	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/internal/state"
+	"github.com/moat-sandbox/moat/internal/usernet"
 )
 
 // localStatus is the exit status of moat sandbox's own failures (a wrong
@@ -204,7 +205,7 @@ func runLocal(g *globalOptions, p localPolicy, h localHost, args []string) (err 
 		return fmt.Errorf("private directory: %w", err)
 	}
 	h.resolvConf = filepath.Join(private, "resolv.conf")
-	if err := os.WriteFile(h.resolvConf, []byte(localResolvConf), 0o444); err != nil {
+	if err := os.WriteFile(h.resolvConf, []byte(usernet.ResolvConf), 0o444); err != nil {
 		return fmt.Errorf("private directory: %w", err)
 	}
 	spec, err := localSpec(p, h, args, isTerminal(os.Stdin) && isTerminal(os.Stdout))
@@ -226,22 +227,8 @@ func runLocal(g *globalOptions, p localPolicy, h localHost, args []string) (err 
 	lg := *g
 	lg.root = filepath.Join(private, "state")
 	lg.rootfsWrites = bundle.WritesOverlay
-	if p.Net || len(p.NetAllow) > 0 {
-		// Refusals go to the log, as the sentry's own do (the sentry
-		// refuses first: these are what got past it).
-		ln, err := startLocalNetwork(p, func(format string, args ...any) {
-			if g.log.file != nil {
-				g.log.write(g.log.file, "info", fmt.Sprintf(format, args...))
-			}
-		})
-		if err != nil {
-			return err
-		}
-		defer ln.close()
-		lg.localNet = ln
-		if p.Net {
-			fmt.Fprintln(os.Stderr, "moat: sandbox: --net: the command may reach every address this machine can, as the caller")
-		}
+	if p.Net {
+		fmt.Fprintln(os.Stderr, "moat: sandbox: --net: the command may reach every address this machine can, as the caller")
 	}
 	var timedOut atomic.Bool
 	if timeout > 0 {

@@ -8,24 +8,29 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/moat-sandbox/moat/internal/usernet"
 )
 
-func TestLocalSpecNetAllowAddsTheUserSpaceResolverAndItsResolvConf(t *testing.T) {
+func TestLocalSpecNetAllowAsksForTheUserSpaceNetworkAndItsResolvConf(t *testing.T) {
 	h := testHost(t)
 	h.resolvConf = filepath.Join(h.private, "resolv.conf")
 	spec, err := localSpec(localPolicy{NetAllow: []string{"pypi.org", "*.github.com:443"}}, h, []string{"true"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := spec.Annotations[netAllowAnnotation], "pypi.org,*.github.com:443,10.0.2.3:53"; got != want {
-		t.Errorf("allowlist %q, want %q: the entries and the resolver the sandbox asks", got, want)
+	if got, want := spec.Annotations[netAllowAnnotation], "pypi.org,*.github.com:443"; got != want {
+		t.Errorf("allowlist %q, want %q: the entries (moat create adds the resolver)", got, want)
+	}
+	if got := spec.Annotations[usernet.Annotation]; got != usernet.AnnotationUser {
+		t.Errorf("%s = %q, want %q", usernet.Annotation, got, usernet.AnnotationUser)
 	}
 	m, ok := mountAtDest(spec, "/etc/resolv.conf")
 	if !ok || m.Source != h.resolvConf || !slices.Contains(m.Options, "ro") {
 		t.Errorf("/etc/resolv.conf mount = %+v, %v; want the run's own, read-only", m, ok)
 	}
-	if localResolvConf != "nameserver 10.0.2.3\n" {
-		t.Errorf("the sandbox's resolv.conf is %q, want the user-space resolver", localResolvConf)
+	if usernet.ResolvConf != "nameserver 10.0.2.3\n" {
+		t.Errorf("the sandbox's resolv.conf is %q, want the user-space resolver", usernet.ResolvConf)
 	}
 }
 
@@ -38,6 +43,9 @@ func TestLocalSpecNetHasNoAllowlistAndTheUserSpaceResolver(t *testing.T) {
 	}
 	if v, ok := spec.Annotations[netAllowAnnotation]; ok {
 		t.Errorf("--net has an allowlist %q", v)
+	}
+	if got := spec.Annotations[usernet.Annotation]; got != usernet.AnnotationUser {
+		t.Errorf("%s = %q, want %q", usernet.Annotation, got, usernet.AnnotationUser)
 	}
 	if m, ok := mountAtDest(spec, "/etc/resolv.conf"); !ok || m.Source != h.resolvConf {
 		t.Errorf("/etc/resolv.conf mount = %+v, %v; want the run's own", m, ok)

@@ -16,7 +16,9 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/moat-sandbox/moat/internal/bundle"
+	"github.com/moat-sandbox/moat/internal/usernet"
 	"github.com/moat-sandbox/moat/sentry/boot"
+	"github.com/moat-sandbox/moat/sentry/net/netstack"
 )
 
 // localPolicy is what one `moat sandbox` run may see and do: the settings
@@ -64,7 +66,7 @@ type localHost struct {
 	// hidden file.
 	private, emptyFile string
 	// resolvConf is the sandbox's /etc/resolv.conf when it has a
-	// network (localResolvConf), in private.
+	// network (usernet.ResolvConf), in private.
 	resolvConf string
 }
 
@@ -152,8 +154,10 @@ func localSpec(p localPolicy, h localHost, args []string, terminal bool) (*specs
 	}
 	spec.Mounts = append(localBaseMounts(), mounts...)
 	if p.Net || len(p.NetAllow) > 0 {
-		// The network is a user-space one (local_net.go), whose resolver
-		// is the sandbox's: --net-allow's names are resolved there alone.
+		// The network is a user-space one (usernet_start.go), whose
+		// resolver is the sandbox's: --net-allow's names are resolved
+		// there alone.
+		spec.Annotations[usernet.Annotation] = usernet.AnnotationUser
 		if len(p.NetAllow) > 0 {
 			v, err := localNetAllow(p.NetAllow)
 			if err != nil {
@@ -168,7 +172,18 @@ func localSpec(p localPolicy, h localHost, args []string, terminal bool) (*specs
 }
 
 // netAllowAnnotation is the egress allowlist's annotation (docs/network.md).
-const netAllowAnnotation = "dev.moat.net-allow"
+const netAllowAnnotation = netstack.EgressAnnotation
+
+// localNetAllow is the allowlist annotation for --net-allow's entries,
+// checked here so that a bad one is an error naming the flag. (moat
+// create adds the user-space network's resolver for the sentry.)
+func localNetAllow(entries []string) (string, error) {
+	v := strings.Join(entries, ",")
+	if _, err := netstack.ParseEgress(v, nil); err != nil {
+		return "", flagErr("--net-allow", "%s", strings.TrimPrefix(err.Error(), netstack.EgressAnnotation+": "))
+	}
+	return v, nil
+}
 
 // localBaseMounts are the file systems a container gets, in their usual
 // places: the sandbox's own /proc, /dev (devfs, which the sentry adds),

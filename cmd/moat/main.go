@@ -44,9 +44,6 @@ type globalOptions struct {
 	platform      string
 	rootfsWrites  string
 	log           *logger
-	// localNet, set by moat sandbox alone, is the sandbox's network
-	// instead of the config's namespace (local_net.go).
-	localNet *localNetwork
 }
 
 func main() {

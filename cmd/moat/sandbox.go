@@ -38,12 +38,14 @@ const (
 // within one sandbox.
 const selfExe = "/proc/self/exe"
 
-// sandbox is a gofer and sentry that this CLI started; both are its
-// children until it exits. cgroup holds them, and the stubs.
+// sandbox is a gofer and sentry, and moat usernet for a user-space
+// network, that this CLI started; all are its children until it exits.
+// cgroup holds them, and the stubs.
 type sandbox struct {
-	gofer  *exec.Cmd
-	sentry *exec.Cmd
-	cgroup *cgroups.Cgroup
+	gofer   *exec.Cmd
+	sentry  *exec.Cmd
+	usernet *exec.Cmd
+	cgroup  *cgroups.Cgroup
 }
 
 // internalCommand prepares a re-execution of moat as one of its internal
@@ -155,13 +157,24 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		goferArgs = append(goferArgs, "--host-calls", mode)
 	}
 	// The namespace's packet sockets (netns.go), before anything starts;
-	// its addresses become the sandbox's once the sentry is ready.
+	// its addresses become the sandbox's once the sentry is ready. Or the
+	// link of a user-space network, whose host side starts with the
+	// sentry.
+	un, err := userNetworkOf(b.Spec)
+	if err != nil {
+		return nil, err
+	}
+	sentrySpec := b.Spec
 	network, netFiles, err := openNetwork(b.Spec)
 	if err != nil {
 		return nil, err
 	}
-	if g.localNet != nil {
-		network, netFiles = g.localNet.network(), []*os.File{g.localNet.sentryEnd}
+	if un != nil {
+		if err := un.openLink(); err != nil {
+			return nil, err
+		}
+		defer un.hostEnd.Close()
+		network, netFiles, sentrySpec = un.network(), []*os.File{un.sentryEnd}, un.sentrySpec(b.Spec)
 	}
 	for i, f := range netFiles {
 		defer f.Close()
@@ -178,7 +191,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	setup := control.Setup{
 		ID:        c.ID,
 		Bundle:    b.Dir,
-		Spec:      b.Spec,
+		Spec:      sentrySpec,
 		LogPath:   g.log.path,
 		LogFormat: g.logFormat,
 		Debug:     g.debug,
@@ -215,6 +228,14 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	// it holds it, a sentry that dies would never be noticed. (The
 	// deferred Closes then do nothing.)
 	sentrySetupEnd.Close()
+	if un != nil {
+		// Its start overlaps the sentry's boot; the sentry's first frames
+		// wait in the link until it reads them.
+		if err := un.start(g, sb.cgroup, sb.sentry.Process.Pid); err != nil {
+			return nil, err
+		}
+		sb.usernet = un.proc
+	}
 	setupConn, err := sendSetup(cliSetupEnd, setup)
 	if err != nil {
 		return nil, sb.sentryQuit(err)
@@ -246,13 +267,23 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	if c.Sentry, err = state.Identify(sb.sentry.Process.Pid); err != nil {
 		return nil, fmt.Errorf("sentry: %w", err)
 	}
+	if sb.usernet != nil {
+		if c.Usernet, err = state.Identify(sb.usernet.Process.Pid); err != nil {
+			return nil, fmt.Errorf("usernet: %w", err)
+		}
+	}
 	if err := dir.Save(c); err != nil {
 		return nil, err
 	}
 	if err := awaitReady(setupConn); err != nil {
 		return nil, sb.sentryQuit(err)
 	}
-	if network != nil && g.localNet == nil {
+	if un != nil {
+		if err := un.waitReady(); err != nil {
+			return nil, err
+		}
+	}
+	if network != nil && un == nil {
 		if err := takeAddresses(network); err != nil {
 			return nil, err
 		}
@@ -359,7 +390,7 @@ func awaitReady(uc *net.UnixConn) error {
 // its cgroup. Both are this CLI's children, so their pids are still
 // theirs and need no checking.
 func (sb *sandbox) stop() {
-	for _, cmd := range []*exec.Cmd{sb.sentry, sb.gofer} {
+	for _, cmd := range []*exec.Cmd{sb.sentry, sb.gofer, sb.usernet} {
 		if cmd != nil && cmd.Process != nil && cmd.ProcessState == nil {
 			cmd.Process.Kill()
 			cmd.Wait()

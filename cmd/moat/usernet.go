@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"runtime"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/confine"
 	"github.com/moat-sandbox/moat/internal/usernet"
@@ -14,45 +16,47 @@ import (
 )
 
 // usernetCommand is the internal subcommand that is the host's side of a
-// `moat sandbox` network (local_net.go starts it): a process of its own,
-// so that the netstack that parses the sandbox's frames runs confined, as
-// the sentry and the gofer do, rather than in the CLI.
+// sandbox's user-space network (usernet_start.go starts it): a process of
+// its own, so that the netstack that parses the sandbox's frames runs
+// confined, as the sentry and the gofer do, rather than in the CLI.
 const usernetCommand = "usernet"
 
-// The descriptors moat usernet gets: the link's host end, and a pipe its
-// log lines go to (the CLI writes them to its log). Its stdin is a pipe
-// whose end-of-file, when the CLI closes it or dies, stops it.
-const (
-	usernetLinkFD = 3
-	usernetLogFD  = 4
-)
-
-// usernetReady is moat usernet's first log line once it serves the link;
+// usernetReady is moat usernet's first line once it serves the link;
 // any other first line is why it could not.
 const usernetReady = "ready"
 
-// usernetMain serves the link until stdin ends. Flags: --upstream
-// ADDR:PORT, the host's resolver; --allow ENTRIES, the allowlist (none:
-// all of the network); --user UID:GID, whom to become (root's runs).
+// usernetMain serves the link until the sentry exits
+// (usernet_start.go has its descriptors). Flags: --upstream ADDR:PORT,
+// the host's resolver; --allow ENTRIES, the allowlist (none: all of the
+// network); --user UID:GID, whom to become (root's runs); --log-format,
+// given with the --log file, the file's format.
 func usernetMain(args []string) int {
 	fs := flag.NewFlagSet("usernet", flag.ContinueOnError)
 	upstream := fs.String("upstream", "", "")
 	allow := fs.String("allow", "", "")
 	user := fs.String("user", "", "")
+	logFormat := fs.String("log-format", "", "")
 	var hostCalls confine.Mode
 	fs.Func("host-calls", "", func(v string) (err error) {
 		hostCalls, err = confine.ParseMode(v)
 		return err
 	})
 	err := fs.Parse(args)
-	logw := os.NewFile(usernetLogFD, "usernet-log")
-	logf := func(format string, args ...any) { fmt.Fprintf(logw, format+"\n", args...) }
-	cfg := usernet.Config{Log: logf}
+	ready := os.NewFile(usernetReadyFD, "usernet-ready")
+	sentry := os.NewFile(usernetSentryFD, "sentry-pidfd")
+	cfg := usernet.Config{}
+	var lg *logger
+	if err == nil && *logFormat != "" {
+		lg, err = inheritedLog(usernetLogFD, "moat-log", *logFormat, false)
+	}
+	if lg != nil && lg.file != nil {
+		cfg.Log = func(format string, args ...any) { lg.write(lg.file, "info", fmt.Sprintf(format, args...)) }
+	}
 	if err == nil {
 		cfg.Upstream, err = netip.ParseAddrPort(*upstream)
 	}
 	if err == nil && *allow != "" {
-		cfg.Allow, err = netstack.ParseEgress(*allow, logf)
+		cfg.Allow, err = netstack.ParseEgress(*allow, cfg.Log)
 	}
 	var ids *confine.IDs
 	if err == nil && *user != "" {
@@ -67,13 +71,26 @@ func usernetMain(args []string) int {
 	}
 	if err != nil {
 		// The first line says how the start went (usernetReady).
-		logf("%v", err)
+		fmt.Fprintf(ready, "%v\n", err)
 		return 1
 	}
-	logf("%s", usernetReady)
-	io.Copy(io.Discard, os.Stdin)
+	fmt.Fprintf(ready, "%s\n", usernetReady)
+	ready.Close()
+	waitExit(sentry)
 	n.Close()
 	return 0
+}
+
+// waitExit waits until the process pidfd names has exited: a pidfd polls
+// readable then.
+func waitExit(pidfd *os.File) {
+	fds := []unix.PollFd{{Fd: int32(pidfd.Fd()), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Ppoll(fds, nil, nil)
+		if n > 0 || err != nil && !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
 }
 
 // confineUsernet shuts the process in (in the namespaces the CLI started

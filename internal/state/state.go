@@ -31,6 +31,9 @@ type Container struct {
 	Recorded Status  `json:"status"`
 	Sentry   Process `json:"sentry"` // its pid is the container's pid
 	Gofer    Process `json:"gofer"`
+	// Usernet is moat usernet, the host's side of a user-space network;
+	// zero for a sandbox without one.
+	Usernet Process `json:"usernet,omitzero"`
 	// Cgroup is the sandbox's cgroup on the host, nil when it has none
 	// (a caller other than root may run a sandbox without).
 	Cgroup *cgroups.Cgroup `json:"cgroup,omitempty"`
