@@ -28,10 +28,16 @@ type prefetch struct {
 	complete bool // entries are every one the directory had
 	at       time.Time
 	entries  map[string]gofer.WalkEntry
+	// handed are the names whose entries were handed over: the walk saw
+	// them, so a look-up of one again (the overlay asks its lower layer
+	// whether a name it removes is there) goes to the gofer instead of
+	// being answered absent.
+	handed map[string]bool
 }
 
 // prefetched answers a look-up of name from the directory's walk: known
-// says the walk knew (found or not); an entry found is handed over once.
+// says the walk knew (found or not); an entry found is handed over once,
+// and later look-ups of its name are the gofer's to answer.
 func (i *inode) prefetched(name string) (e gofer.WalkEntry, found, known bool) {
 	i.pfMu.Lock()
 	defer i.pfMu.Unlock()
@@ -53,9 +59,13 @@ func (i *inode) prefetched(name string) (e gofer.WalkEntry, found, known bool) {
 	}
 	if e, ok := pf.entries[name]; ok {
 		delete(pf.entries, name)
+		if pf.handed == nil {
+			pf.handed = make(map[string]bool)
+		}
+		pf.handed[name] = true
 		return e, true, true
 	}
-	if pf.complete && (i.fs.readonly || time.Since(pf.at) < negativeTTL) {
+	if pf.complete && !pf.handed[name] && (i.fs.readonly || time.Since(pf.at) < negativeTTL) {
 		return e, false, true
 	}
 	return e, false, false
