@@ -40,8 +40,8 @@ const (
 
 var localCommand = &command{
 	name:           "sandbox",
-	args:           "-- CMD [ARGS...]",
-	minArgs:        1,
+	args:           "-- CMD [ARGS...] | --list | --rm NAME",
+	minArgs:        0,
 	maxArgs:        -1,
 	argsEndOptions: true,
 	failStatus:     localStatus,
@@ -66,12 +66,18 @@ signals reach the command; moat exits with its status, 128+N if it died of
 signal N, 124 if --timeout killed it, 127 if CMD was not found, 126 if it
 could not be executed, and 125 if moat itself failed.
 
+With --keep NAME, what the command wrote outside the shared directories
+(the overlay, $HOME included) is saved when it ends, in
+~/.local/state/moat/sandboxes/NAME, and the next run with --keep NAME
+starts from it; --list shows the kept sandboxes, --rm NAME removes one.
+
 Defaults come from ~/.config/moat/sandbox.toml (keys rw, ro, hide, home,
 env, net, net_allow, memory, cpus, pids, timeout); flags add to its lists
 and replace the rest. docs/agents.md says more.`,
 	setup: func(o *options) func(*globalOptions, []string) error {
 		var flags localPolicy
-		var settingsPath, netAllow, keep string
+		var settingsPath, netAllow, keep, rm string
+		var list bool
 		o.Strings(&flags.RW, "rw", "PATH", "share PATH writable, as the current directory is")
 		o.Strings(&flags.RO, "ro", "PATH", "share PATH read-only (it cannot be written even in the overlay)")
 		o.Strings(&flags.Hide, "hide", "PATH", "make PATH empty inside")
@@ -92,17 +98,32 @@ and replace the rest. docs/agents.md says more.`,
 		o.help = append(o.help, optionHelp{"--pids N", fmt.Sprintf("limit of processes and threads (default %d)", defaultPIDs)})
 		o.String(&flags.Timeout, "timeout", "DURATION", "", "kill the command after DURATION (90s, 10m) and exit 124")
 		o.String(&settingsPath, "settings", "FILE", "", "the settings file (default ~/.config/moat/sandbox.toml)")
-		o.String(&keep, "keep", "NAME", "", "keep the overlay for the next run with --keep NAME (not built yet)")
+		o.String(&keep, "keep", "NAME", "", "start from the kept sandbox NAME's files, and keep what the command writes for the next run")
+		o.Bool(&list, "list", "list the kept sandboxes")
+		o.String(&rm, "rm", "NAME", "", "remove the kept sandbox NAME")
 		return func(g *globalOptions, args []string) error {
-			if keep != "" {
-				return flagErr("--keep", "not built yet: the overlay's upper layer lives in the sandbox's memory, and keeping it needs the sentry to write it to a host directory (docs/agents.md)")
-			}
 			if netAllow != "" {
 				flags.NetAllow = strings.Split(netAllow, ",")
 			}
 			h, err := currentHost()
 			if err != nil {
 				return err
+			}
+			h.keptRoot = keptRoot(h.environ, h.home)
+			switch {
+			case list && o.isSet("rm"):
+				return flagErr("--list", "conflicts with --rm")
+			case (list || o.isSet("rm")) && (len(args) > 0 || o.isSet("keep")):
+				return flagErr(map[bool]string{true: "--list", false: "--rm"}[list], "manages kept sandboxes: it takes no command and no --keep")
+			case list:
+				return listKept(os.Stdout, h.keptRoot)
+			case o.isSet("rm"):
+				return removeKept(h.keptRoot, rm)
+			case o.isSet("keep"):
+				if err := checkKeepName("--keep", keep); err != nil {
+					return err
+				}
+				h.keep = true
 			}
 			path, required := settingsPath, settingsPath != ""
 			if !required {
@@ -113,7 +134,10 @@ and replace the rest. docs/agents.md says more.`,
 				return err
 			}
 			p = mergePolicy(p, flags, o.isSet)
-			return runLocal(g, p, h, args)
+			if h.keep {
+				return runKept(g, p, h, keep, args)
+			}
+			return runLocal(g, p, h, args, nil)
 		}
 	},
 }
@@ -187,9 +211,34 @@ func hostMemory() int64 {
 // other runs.
 func localID() string { return fmt.Sprintf("moat-sandbox-%d", os.Getpid()) }
 
-// runLocal runs args in a sandbox under policy p. Its bundle and state
-// live in a private directory that it removes however the run ends.
-func runLocal(g *globalOptions, p localPolicy, h localHost, args []string) (err error) {
+// runKept runs args in the kept sandbox name, and keeps what it leaves if
+// the sandbox ran (whatever the command's status, and when ^C, a signal or
+// --timeout ended it); it says so on stderr when it could not.
+func runKept(g *globalOptions, p localPolicy, h localHost, name string, args []string) error {
+	k, err := openKept(h.keptRoot, name)
+	if err != nil {
+		return err
+	}
+	defer k.close()
+	err = runLocal(g, p, h, args, k)
+	var exit exitStatus
+	if !errors.As(err, &exit) && err != nil {
+		return err // the sandbox did not run: the state is as it was
+	}
+	if cerr := k.commit(); cerr != nil {
+		previous := "the previous state stays"
+		if k.load == nil {
+			previous = "nothing was kept"
+		}
+		fmt.Fprintf(os.Stderr, "moat: sandbox: --keep %s: not saved (%v): %s\n", name, cerr, previous)
+	}
+	return err
+}
+
+// runLocal runs args in a sandbox under policy p, from and into the kept
+// sandbox k if it is not nil. Its bundle and state live in a private
+// directory that it removes however the run ends.
+func runLocal(g *globalOptions, p localPolicy, h localHost, args []string, k *keptSandbox) (err error) {
 	timeout, err := localTimeout(p.Timeout)
 	if err != nil {
 		return err
@@ -208,7 +257,7 @@ func runLocal(g *globalOptions, p localPolicy, h localHost, args []string) (err 
 	if err := os.WriteFile(h.resolvConf, []byte(usernet.ResolvConf), 0o444); err != nil {
 		return fmt.Errorf("private directory: %w", err)
 	}
-	spec, err := localSpec(p, h, args, isTerminal(os.Stdin) && isTerminal(os.Stdout))
+	spec, overlayHidden, err := localSpec(p, h, args, isTerminal(os.Stdin) && isTerminal(os.Stdout))
 	if err != nil {
 		return err
 	}
@@ -227,8 +276,12 @@ func runLocal(g *globalOptions, p localPolicy, h localHost, args []string) (err 
 	lg := *g
 	lg.root = filepath.Join(private, "state")
 	lg.rootfsWrites = bundle.WritesOverlay
-	if p.Net {
-		fmt.Fprintln(os.Stderr, "moat: sandbox: --net: the command may reach every address this machine can, as the caller")
+	if k != nil {
+		lg.keep = &localKeep{load: k.load, save: k.save, setup: control.Keep{Load: k.load != nil}}
+		for _, d := range overlayHidden {
+			// As the tmpfs it stands for: the caller's, 0755.
+			lg.keep.setup.Hide = append(lg.keep.setup.Hide, control.KeepDir{Path: d, Mode: 0o755, UID: uint32(h.uid), GID: uint32(h.gid)})
+		}
 	}
 	var timedOut atomic.Bool
 	if timeout > 0 {

@@ -15,7 +15,7 @@ import (
 func TestLocalSpecNetAllowAsksForTheUserSpaceNetworkAndItsResolvConf(t *testing.T) {
 	h := testHost(t)
 	h.resolvConf = filepath.Join(h.private, "resolv.conf")
-	spec, err := localSpec(localPolicy{NetAllow: []string{"pypi.org", "*.github.com:443"}}, h, []string{"true"}, false)
+	spec, _, err := localSpec(localPolicy{NetAllow: []string{"pypi.org", "*.github.com:443"}}, h, []string{"true"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestLocalSpecNetAllowAsksForTheUserSpaceNetworkAndItsResolvConf(t *testing.
 func TestLocalSpecNetHasNoAllowlistAndTheUserSpaceResolver(t *testing.T) {
 	h := testHost(t)
 	h.resolvConf = filepath.Join(h.private, "resolv.conf")
-	spec, err := localSpec(localPolicy{Net: true}, h, []string{"true"}, false)
+	spec, _, err := localSpec(localPolicy{Net: true}, h, []string{"true"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestLocalSpecNetHasNoAllowlistAndTheUserSpaceResolver(t *testing.T) {
 
 func TestLocalSpecWithoutNetLeavesResolvConfAlone(t *testing.T) {
 	h := testHost(t)
-	spec, err := localSpec(localPolicy{}, h, []string{"true"}, false)
+	spec, _, err := localSpec(localPolicy{}, h, []string{"true"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestLocalSpecWithoutNetLeavesResolvConfAlone(t *testing.T) {
 func TestLocalSpecMalformedNetAllowEntryNamesTheFlagAndTheEntry(t *testing.T) {
 	h := testHost(t)
 	for _, entries := range [][]string{{"pypi.org", "bad name!"}, {"pypi.org", ""}, {"pypi.org:99999"}} {
-		_, err := localSpec(localPolicy{NetAllow: entries}, h, []string{"true"}, false)
+		_, _, err := localSpec(localPolicy{NetAllow: entries}, h, []string{"true"}, false)
 		var fe *flagError
 		if !errors.As(err, &fe) || fe.flag != "--net-allow" || strings.Contains(err.Error(), "\n") ||
 			strings.Contains(err.Error(), netAllowAnnotation) {

@@ -68,6 +68,12 @@ type localHost struct {
 	// resolvConf is the sandbox's /etc/resolv.conf when it has a
 	// network (usernet.ResolvConf), in private.
 	resolvConf string
+	// keep: the run keeps its overlay (--keep), so a hidden $HOME is an
+	// empty directory of the overlay rather than a tmpfs, and what the
+	// command writes in it is kept too. keptRoot, where kept sandboxes
+	// are, is always hidden.
+	keep     bool
+	keptRoot string
 }
 
 // flagError is a problem with one flag's value or one settings key: the
@@ -87,7 +93,7 @@ func flagErr(flag, format string, args ...any) error {
 // specs.Mount.
 type localMount struct {
 	dest string
-	kind int // mountBindRW, mountBindRO or mountHide
+	kind int // mountBindRW, mountBindRO, mountHide or mountHideKept
 	flag string
 }
 
@@ -95,35 +101,42 @@ const (
 	mountBindRW = iota
 	mountBindRO
 	mountHide
+	// mountHideKept hides a directory in the overlay itself (a kept
+	// run's $HOME): no mount, so its files are the overlay's, and kept.
+	mountHideKept
 )
 
+// hides reports whether m makes its path empty.
+func (m localMount) hides() bool { return m.kind == mountHide || m.kind == mountHideKept }
+
 // localSpec makes the OCI spec of a sandbox that runs args under policy p on
-// host h, with a terminal or not. Every path is checked here, before
+// host h, with a terminal or not, and the directories that the overlay
+// itself must hide (mountHideKept). Every path is checked here, before
 // anything starts.
-func localSpec(p localPolicy, h localHost, args []string, terminal bool) (*specs.Spec, error) {
+func localSpec(p localPolicy, h localHost, args []string, terminal bool) (*specs.Spec, []string, error) {
 	if len(args) == 0 {
-		return nil, errors.New("no command given: moat sandbox [flags] -- CMD [ARGS...]")
+		return nil, nil, errors.New("no command given: moat sandbox [flags] -- CMD [ARGS...]")
 	}
 	if p.Net && len(p.NetAllow) > 0 {
-		return nil, flagErr("--net", "conflicts with --net-allow: --net allows all of the network, --net-allow only what it lists")
+		return nil, nil, flagErr("--net", "conflicts with --net-allow: --net allows all of the network, --net-allow only what it lists")
 	}
 	if h.cwd == "/" {
-		return nil, errors.New("the current directory is /, which moat sandbox would share writable: run it from a project's directory")
+		return nil, nil, errors.New("the current directory is /, which moat sandbox would share writable: run it from a project's directory")
 	}
-	mounts, err := localMounts(p, h)
+	mounts, overlayHidden, err := localMounts(p, h)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	env, err := localEnv(p.Env, h)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resources, err := localResources(p, h)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := localTimeout(p.Timeout); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	spec := &specs.Spec{
@@ -161,14 +174,14 @@ func localSpec(p localPolicy, h localHost, args []string, terminal bool) (*specs
 		if len(p.NetAllow) > 0 {
 			v, err := localNetAllow(p.NetAllow)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			spec.Annotations[netAllowAnnotation] = v
 		}
 		spec.Mounts = append(spec.Mounts, specs.Mount{Destination: "/etc/resolv.conf", Type: "bind", Source: h.resolvConf,
 			Options: []string{"bind", "ro", "nosuid", "nodev"}})
 	}
-	return spec, nil
+	return spec, overlayHidden, nil
 }
 
 // netAllowAnnotation is the egress allowlist's annotation (docs/network.md).
@@ -200,8 +213,9 @@ func localBaseMounts() []specs.Mount {
 // localMounts turns the policy's paths into mounts, parents before
 // children: $HOME hidden (unless --home), the current directory and each
 // --rw writable, each --ro read-only, the credential stores and each
-// --hide made empty.
-func localMounts(p localPolicy, h localHost) ([]specs.Mount, error) {
+// --hide made empty. A kept run's hidden $HOME is hidden by the overlay
+// instead, unless a mount above it would cover that: it is returned apart.
+func localMounts(p localPolicy, h localHost) ([]specs.Mount, []string, error) {
 	var want []localMount
 	add := func(flag string, kind int, paths []string) error {
 		for _, raw := range paths {
@@ -228,10 +242,13 @@ func localMounts(p localPolicy, h localHost) ([]specs.Mount, error) {
 	}
 	want = append(want, localMount{dest: h.cwd, kind: mountBindRW, flag: "the current directory"})
 	if err := add("--rw", mountBindRW, p.RW); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := add("--ro", mountBindRO, p.RO); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if homeHidden && h.keep && !underAMount(h.home, want[1:]) {
+		want[0].kind = mountHideKept
 	}
 	var hidden []string
 	if h.home != "" && h.home != "/" {
@@ -241,27 +258,51 @@ func localMounts(p localPolicy, h localHost) ([]specs.Mount, error) {
 	}
 	hidden = append(hidden, p.Hide...)
 	if err := add("--hide", mountHide, hidden); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !isUnder(h.private, "/tmp", false) {
 		want = append(want, localMount{dest: h.private, kind: mountHide, flag: "moat's own directory"})
 	}
+	if h.keptRoot != "" {
+		want = append(want, localMount{dest: h.keptRoot, kind: mountHide, flag: "the kept sandboxes"})
+	}
 
 	if err := checkMountConflicts(want, h); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Parents first: a bind inside a hidden $HOME, a hidden store inside
 	// the shared current directory.
 	slices.SortStableFunc(want, func(a, b localMount) int { return depth(a.dest) - depth(b.dest) })
 
 	var out []specs.Mount
+	var overlayHidden []string
 	for i, m := range want {
-		if m.kind == mountHide && !needsHiding(want[:i], m.dest) {
-			continue
+		switch {
+		case m.kind == mountHideKept:
+			overlayHidden = append(overlayHidden, m.dest)
+		case m.kind == mountHide && !needsHiding(want[:i], m.dest):
+		default:
+			out = append(out, m.spec(h))
 		}
-		out = append(out, m.spec(h))
 	}
-	return out, nil
+	return out, overlayHidden, nil
+}
+
+// underAMount reports whether path lies inside one of the shared paths
+// of mounts or a file system of the sandbox's own (/tmp...), which would
+// cover what the overlay holds there.
+func underAMount(path string, mounts []localMount) bool {
+	for _, m := range localBaseMounts() {
+		if isUnder(path, m.Destination, true) || isUnder(path, "/dev", true) {
+			return true
+		}
+	}
+	for _, m := range mounts {
+		if !m.hides() && isUnder(path, m.dest, true) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkMountConflicts refuses a path the policy names twice in different
@@ -271,15 +312,15 @@ func checkMountConflicts(want []localMount, h localHost) error {
 	for i, a := range want {
 		for _, b := range want[:i] {
 			if a.dest == b.dest && a.kind != b.kind {
-				if a.kind == mountHide {
+				if a.hides() {
 					a, b = b, a // the shared path is the one to move
 				}
 				return flagErr(a.flag, "%s is also given to %s", a.dest, b.flag)
 			}
-			if a.kind != mountHide && b.kind == mountHide && b.dest != h.home && isUnder(a.dest, b.dest, true) {
+			if !a.hides() && b.hides() && b.dest != h.home && isUnder(a.dest, b.dest, true) {
 				return flagErr(a.flag, "%s is inside %s, which is hidden (--hide)", a.dest, b.dest)
 			}
-			if a.kind == mountHide && b.kind != mountHide && a.dest != h.home && isUnder(b.dest, a.dest, false) {
+			if a.hides() && !b.hides() && a.dest != h.home && isUnder(b.dest, a.dest, false) {
 				return flagErr(b.flag, "%s is inside %s, which is hidden (--hide)", b.dest, a.dest)
 			}
 		}
@@ -302,7 +343,7 @@ func needsHiding(before []localMount, dest string) bool {
 			nearest = i
 		}
 	}
-	return nearest < 0 || before[nearest].kind != mountHide
+	return nearest < 0 || !before[nearest].hides()
 }
 
 func (m localMount) spec(h localHost) specs.Mount {

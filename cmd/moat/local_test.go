@@ -41,7 +41,7 @@ func mountAtDest(spec *specs.Spec, dest string) (specs.Mount, bool) {
 
 func TestLocalSpecSharesTheCurrentDirectoryWritableAndHidesTheRestOfHome(t *testing.T) {
 	h := testHost(t)
-	spec, err := localSpec(localPolicy{}, h, []string{"true"}, false)
+	spec, _, err := localSpec(localPolicy{}, h, []string{"true"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestLocalSpecSharesTheCurrentDirectoryWritableAndHidesTheRestOfHome(t *test
 
 func TestLocalSpecHidesCredentialStoresEvenWhenHomeIsShown(t *testing.T) {
 	h := testHost(t)
-	spec, err := localSpec(localPolicy{Home: true}, h, []string{"true"}, false)
+	spec, _, err := localSpec(localPolicy{Home: true}, h, []string{"true"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestLocalSpecHidesCredentialStoresEvenWhenHomeIsShown(t *testing.T) {
 func TestLocalSpecHidesCredentialStoresInsideASharedHome(t *testing.T) {
 	h := testHost(t)
 	h.cwd = h.home
-	spec, err := localSpec(localPolicy{}, h, []string{"true"}, false)
+	spec, _, err := localSpec(localPolicy{}, h, []string{"true"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestLocalSpecErrorsNameTheirFlag(t *testing.T) {
 		{localPolicy{Timeout: "soon"}, "--timeout"},
 		{localPolicy{Env: []string{"GITHUB_TOKEN"}}, "--env"},
 	} {
-		_, err := localSpec(c.p, h, []string{"true"}, false)
+		_, _, err := localSpec(c.p, h, []string{"true"}, false)
 		var fe *flagError
 		if !errors.As(err, &fe) || fe.flag != c.flag || strings.Contains(err.Error(), "\n") {
 			t.Errorf("policy %+v: error %v, want one line naming %s", c.p, err, c.flag)
@@ -139,7 +139,7 @@ func TestLocalSpecErrorsNameTheirFlag(t *testing.T) {
 func TestLocalSpecRefusesToShareTheWholeRootAsTheCurrentDirectory(t *testing.T) {
 	h := testHost(t)
 	h.cwd = "/"
-	if _, err := localSpec(localPolicy{}, h, []string{"true"}, false); err == nil {
+	if _, _, err := localSpec(localPolicy{}, h, []string{"true"}, false); err == nil {
 		t.Error("localSpec in / succeeded, want an error: / would be shared writable")
 	}
 }

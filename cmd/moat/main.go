@@ -44,6 +44,15 @@ type globalOptions struct {
 	platform      string
 	rootfsWrites  string
 	log           *logger
+	// keep, set by moat sandbox --keep alone, is where the overlay's
+	// upper layer comes from and goes to (local_keep.go).
+	keep *localKeep
+}
+
+// localKeep is a kept sandbox's files for one run, and its Setup.Keep.
+type localKeep struct {
+	load, save *os.File // load nil: a first run
+	setup      control.Keep
 }
 
 func main() {

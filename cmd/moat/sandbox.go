@@ -130,6 +130,17 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		defer spill.Close()
 		sentryFDs[control.BootSpillFD] = spill
 	}
+	var keep *control.Keep
+	if g.keep != nil {
+		if b.Spec.Root.Readonly || writes != bundle.WritesOverlay {
+			return nil, fmt.Errorf("keep: the root is not under an overlay")
+		}
+		keep = &g.keep.setup
+		sentryFDs[control.BootKeepSaveFD] = g.keep.save
+		if g.keep.load != nil {
+			sentryFDs[control.BootKeepLoadFD] = g.keep.load
+		}
+	}
 	if g.log.file != nil {
 		// The sentry runs as a user who may not open it.
 		sentryFDs[control.BootLogFD] = g.log.file
@@ -199,6 +210,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 
 		RootfsWrites:  writes,
 		OverlayMemory: overlayMemory,
+		Keep:          keep,
 		Platform:      g.platform,
 		HostCalls:     os.Getenv(hostCallsEnv),
 		Network:       network,

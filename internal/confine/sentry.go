@@ -47,8 +47,8 @@ var SentryCalls = Allowlist{
 	call(unix.SYS_UNAME, "uname", "the host's node name, which a config without a hostname gets", ""),
 
 	// The descriptors it holds.
-	call(unix.SYS_READ, "read", "the setup and control sockets, the guest's stdio, the host terminal", ""),
-	call(unix.SYS_WRITE, "write", "the log, the guest's stdio, the control sockets", ""),
+	call(unix.SYS_READ, "read", "the setup and control sockets, the guest's stdio, the host terminal, a kept sandbox's state", ""),
+	call(unix.SYS_WRITE, "write", "the log, the guest's stdio, the control sockets, a kept sandbox's state", ""),
 	call(unix.SYS_READV, "readv", "the guest's stdio", ""),
 	call(unix.SYS_WRITEV, "writev", "the guest's stdio", ""),
 	call(unix.SYS_PREAD64, "pread64", "image files and bind-mounted files the gofer opened", ""),

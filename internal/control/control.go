@@ -31,9 +31,16 @@ const (
 	// BootKVMFD is /dev/kvm, open, when Setup.Platform is PlatformKVM:
 	// the confined sentry cannot open it.
 	BootKVMFD = 8
+	// BootKeepLoadFD is the kept state that an overlay root's upper
+	// layer starts from, open for reading, when Setup.Keep.Load is set;
+	// BootKeepSaveFD the empty file, open for writing, that it is saved
+	// to once the guest is done, when Setup.Keep is set (the format is
+	// sentry/fs/overlay's keep.go). The CLI owns both files.
+	BootKeepLoadFD = 9
+	BootKeepSaveFD = 10
 	// BootBindFD0 is the gofer socket of the first bind mount in
 	// Setup.Binds, BootBindFD0+1 of the second, and so on.
-	BootBindFD0 = 9
+	BootBindFD0 = 11
 )
 
 // The sockets that `moat gofer` serves on: the root file system's, then
@@ -82,6 +89,9 @@ type Setup struct {
 	// layer's file data stay in memory; past them, data moves to the file
 	// on BootSpillFD.
 	OverlayMemory int64 `json:"overlayMemory,omitempty"`
+	// Keep, for an overlay root, keeps its upper layer from one run to
+	// the next (moat sandbox --keep).
+	Keep *Keep `json:"keep,omitempty"`
 	// Platform is how the sentry runs guest code: PlatformSystrap (the
 	// default, also when empty) or PlatformKVM.
 	Platform string `json:"platform,omitempty"`
@@ -96,6 +106,26 @@ type Setup struct {
 	// Network is the network namespace the sandbox joins (network.go),
 	// nil for a new one: loopback only.
 	Network *Network `json:"network,omitempty"`
+}
+
+// Keep is how an overlay root's upper layer is kept: saved to
+// BootKeepSaveFD when the guest is done, and loaded from BootKeepLoadFD
+// before anything else if Load.
+type Keep struct {
+	Load bool `json:"load,omitempty"`
+	// Hide are directories that show nothing of the image, made so after
+	// the load (overlay.Hide): what the guest writes in them is kept, as
+	// everywhere else in the upper layer.
+	Hide []KeepDir `json:"hide,omitempty"`
+}
+
+// KeepDir is a directory of Keep.Hide, with the mode and owner it is made
+// with when the kept state has none there.
+type KeepDir struct {
+	Path string `json:"path"`
+	Mode uint32 `json:"mode"`
+	UID  uint32 `json:"uid"`
+	GID  uint32 `json:"gid"`
 }
 
 // Platforms the sentry can run guest code on.

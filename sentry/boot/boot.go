@@ -46,6 +46,10 @@ type Sandbox struct {
 	seccomp []seccomp.Insn
 	// hostCPUs are the CPUs a cpuset may hold (the sentry's at boot).
 	hostCPUs unix.CPUSet
+	// kept is the overlay root whose upper layer is saved when the
+	// guest is done, as keep says (keep.go); nil if none is.
+	kept *vfs.Dentry
+	keep *control.Keep
 }
 
 // New builds the sandbox that setup describes, with the gofer on goferFD
@@ -112,6 +116,10 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any), confine fu
 		return nil, err
 	}
 	k.Root = root
+	var kept *vfs.Dentry
+	if setup.Keep != nil {
+		kept = root.Dentry
+	}
 	if err := applyPathRules(root, spec.Linux, mf); err != nil {
 		return nil, err
 	}
@@ -138,7 +146,7 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any), confine fu
 	if err := k.CreateInit(init); err != nil {
 		return nil, err
 	}
-	return &Sandbox{Kernel: k, log: log, seccomp: filter, hostCPUs: hostCPUs}, nil
+	return &Sandbox{Kernel: k, log: log, seccomp: filter, hostCPUs: hostCPUs, kept: kept, keep: setup.Keep}, nil
 }
 
 // newPlatform starts the platform the CLI asked for over the memory file.
@@ -200,6 +208,13 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, k *kerne
 	root, err := mountRoot(spec.Root.Readonly, setup.RootfsWrites, overlayMemory(setup.OverlayMemory, k.SandboxLimits().MemoryMax), c, mf)
 	if err != nil {
 		return vfs.Path{}, fmt.Errorf("mount the root file system: %w", err)
+	}
+	if setup.Keep != nil {
+		// Before anything is mounted on it: a mount point's directory
+		// must be the kept one.
+		if err := loadKept(root, setup.RootfsWrites, setup.Keep); err != nil {
+			return vfs.Path{}, err
+		}
 	}
 	now, _ := unix.TimeToTimespec(timeNow())
 	var devices []specs.LinuxDevice

@@ -39,6 +39,9 @@ func (s *Sandbox) Serve(l net.Listener) int {
 	case <-drained:
 	case <-time.After(execDrain):
 	}
+	if s.kept != nil {
+		s.saveKept()
+	}
 	return s.Kernel.ExitStatus().HostCode()
 }
 

@@ -64,35 +64,60 @@ func (s *saver) write(hdr *tar.Header) error {
 }
 
 // dir writes directory i, at p, and everything the upper layer holds in
-// it: its files, then its whiteouts.
+// it: its files, the directories below it that hold whiteouts, then its
+// own whiteouts. A directory of the lower layer alone has some (a name
+// removed from it copies nothing up): it is written as it is below, so
+// that the load makes it in the upper layer, merged.
 func (s *saver) dir(i *inode, p string) error {
 	i.mu.Lock()
-	upper, opaque := i.upper, i.opaque
+	upper, lower, opaque := i.upper, i.lower, i.opaque
 	whiteouts := make([]string, 0, len(i.whiteouts))
 	for name := range i.whiteouts {
 		whiteouts = append(whiteouts, name)
 	}
+	var belowOnly []string
+	for name, c := range i.children {
+		if c.typ == unix.S_IFDIR && !c.copied.Load() {
+			belowOnly = append(belowOnly, name)
+		}
+	}
 	i.mu.Unlock()
-	st, err := upper.Stat()
+	src := upper
+	if src == nil {
+		src = lower
+	}
+	st, err := src.Stat()
 	if err != nil {
 		return fmt.Errorf("%s: %w", entryName(p, true), err)
 	}
-	hdr := header(upper, st, entryName(p, true), tar.TypeDir)
+	hdr := header(src, st, entryName(p, true), tar.TypeDir)
 	if opaque && p != "" && !s.hidden[p] {
 		hdr.PAXRecords[paxXattr+opaqueXattr] = "y"
 	}
 	if err := s.write(hdr); err != nil {
 		return err
 	}
-	ents, err := upper.ReadDir()
-	if err != nil {
-		return fmt.Errorf("%s: %w", hdr.Name, err)
+	present := make(map[string]bool)
+	if upper != nil {
+		ents, err := upper.ReadDir()
+		if err != nil {
+			return fmt.Errorf("%s: %w", hdr.Name, err)
+		}
+		slices.SortFunc(ents, func(a, b vfs.Dirent) int { return strings.Compare(a.Name, b.Name) })
+		for _, e := range ents {
+			present[e.Name] = true
+			if err := s.child(i, upper, e, path.Join(p, e.Name)); err != nil {
+				return err
+			}
+		}
 	}
-	slices.SortFunc(ents, func(a, b vfs.Dirent) int { return strings.Compare(a.Name, b.Name) })
-	present := make(map[string]bool, len(ents))
-	for _, e := range ents {
-		present[e.Name] = true
-		if err := s.child(i, upper, e, path.Join(p, e.Name)); err != nil {
+	slices.Sort(belowOnly)
+	for _, name := range belowOnly {
+		c, err := i.child(name)
+		if err != nil || present[name] || c.copied.Load() || !c.holdsWhiteouts() {
+			continue
+		}
+		if err := s.dir(c, path.Join(p, name)); err != nil {
 			return err
 		}
 	}
@@ -107,6 +132,27 @@ func (s *saver) dir(i *inode, p string) error {
 		}
 	}
 	return nil
+}
+
+// holdsWhiteouts reports whether directory i, of the lower layer alone,
+// or one below it hides a name.
+func (i *inode) holdsWhiteouts() bool {
+	i.mu.Lock()
+	found := len(i.whiteouts) > 0
+	var dirs []*inode
+	for _, c := range i.children {
+		if c.typ == unix.S_IFDIR && !c.copied.Load() {
+			dirs = append(dirs, c)
+		}
+	}
+	i.mu.Unlock()
+	for _, c := range dirs {
+		if found {
+			break
+		}
+		found = c.holdsWhiteouts()
+	}
+	return found
 }
 
 // child writes entry e of directory i, whose upper directory is upper. A

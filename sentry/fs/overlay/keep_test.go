@@ -256,3 +256,18 @@ func TestAHiddenDirectoryKeepsItsFilesAndNotItsMark(t *testing.T) {
 		t.Errorf("Hide below a missing directory: %v, want ENOENT", err)
 	}
 }
+
+// Removing a lower file copies nothing up: the whiteout lives in a
+// directory the upper layer does not have, and must be kept all the same.
+func TestAKeptStateKeepsARemovalInADirectoryNeverCopiedUp(t *testing.T) {
+	l := newLayers(t)
+	l.ok(vfs.Unlink(root, l.target(l.top, "/usr/lib/sub/c")))
+	next := l.again()
+	l.ok(overlay.Load(next.Dentry, bytes.NewReader(l.save(l.top))))
+	if got := l.names(next, "/usr/lib/sub"); got != "" {
+		t.Errorf("/usr/lib/sub lists %q: the removal of c was not kept", got)
+	}
+	if got := l.names(next, "/usr/lib"); got != "a b sub" {
+		t.Errorf("/usr/lib lists %q, want it merged with the lower one", got)
+	}
+}
