@@ -57,8 +57,9 @@ func TestE2BSDKRunsUnchangedOnMoatServe(t *testing.T) {
 // program, the sandbox's init at /bin/sleep: no shell, no coreutils, no
 // /etc/passwd. The sentry does every file operation itself, so they
 // work there as on Debian; a command cannot run, and says so. It also
-// creates a sandbox whose network denies all, and is refused one that
-// allows out.
+// creates a sandbox whose network denies all and one with an allowlist,
+// and is refused one whose denyOut lists some addresses beside internet
+// access.
 func TestE2BSDKFilesNeedNoToolsInTheImage(t *testing.T) {
 	node := sdkNode(t)
 	if _, err := exec.LookPath("gcc"); err != nil {
@@ -197,8 +198,16 @@ func TestMoatServeRestartRemovesWhatACrashedServerLeft(t *testing.T) {
 // returns its log.
 func startServe(t *testing.T, key string, args ...string) (url string, stop func(), log func() string) {
 	t.Helper()
-	args = append(append(append([]string{}, moatFlags()...), "serve", "--listen", "127.0.0.1:0"), args...)
-	serve := exec.Command(moatBinary(t), args...)
+	return startServeIn(t, nil, key, args...)
+}
+
+// startServeIn is startServe with the server's command line after wrap
+// (nsenter and the like), if any.
+func startServeIn(t *testing.T, wrap []string, key string, args ...string) (url string, stop func(), log func() string) {
+	t.Helper()
+	argv := append(append(append([]string{}, wrap...), moatBinary(t)), moatFlags()...)
+	argv = append(append(argv, "serve", "--listen", "127.0.0.1:0"), args...)
+	serve := exec.Command(argv[0], argv[1:]...)
 	serve.Env = append(os.Environ(), "MOAT_API_KEY="+key)
 	stderr, err := serve.StderrPipe()
 	must(t, err)

@@ -175,7 +175,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		timeout = *req.Timeout
 	}
 	var problem string
-	netProblem := networkProblem(req.Network)
+	network, netProblem := sandboxEgress(req.AllowInternetAccess, req.Network)
 	switch {
 	case req.TemplateID == "":
 		problem = "templateID is required"
@@ -183,8 +183,6 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		problem = checkTimeout(timeout).Error()
 	case req.AutoPause != nil && *req.AutoPause:
 		problem = "autoPause: moat serve cannot pause sandboxes yet"
-	case req.AllowInternetAccess != nil && *req.AllowInternetAccess:
-		problem = "allow_internet_access: moat serve's sandboxes have no network beyond their loopback yet"
 	case netProblem != "":
 		problem = netProblem
 	case len(req.VolumeMounts) > 0 && string(req.VolumeMounts) != "null":
@@ -201,7 +199,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "template %q not found", req.TemplateID)
 		return
 	}
-	sb, refill, err := s.boot(req.TemplateID, rootfs, req.Metadata, req.EnvVars, time.Duration(timeout)*time.Second)
+	sb, refill, err := s.boot(req.TemplateID, rootfs, network, req.Metadata, req.EnvVars, time.Duration(timeout)*time.Second)
 	if err != nil {
 		apiError(w, http.StatusInternalServerError, "creating the sandbox: %v", err)
 		return
@@ -214,10 +212,12 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	refill()
 }
 
-// boot creates a sandbox of template and registers it, to be killed
-// once timeout passes. A sandbox from a pool is replaced once refill is
-// called, which must be, also when boot fails.
-func (s *Server) boot(template, rootfs string, metadata, env map[string]string, timeout time.Duration) (_ *sandbox, refill func(), _ error) {
+// boot creates a sandbox of template with network and registers it, to
+// be killed once timeout passes. A sandbox from a pool (whose sandboxes
+// have loopback alone: one with another network is booted for its
+// request) is replaced once refill is called, which must be, also when
+// boot fails.
+func (s *Server) boot(template, rootfs string, network egress, metadata, env map[string]string, timeout time.Duration) (_ *sandbox, refill func(), _ error) {
 	refill = func() {}
 	s.creating.Add(1)
 	defer s.creating.Done()
@@ -229,7 +229,7 @@ func (s *Server) boot(template, rootfs string, metadata, env map[string]string, 
 	start := time.Now()
 	how := "booted"
 	var inst *instance
-	if p := s.pools[template]; p != nil {
+	if p := s.pools[template]; p != nil && network.pooled() {
 		if inst = p.take(); inst != nil {
 			refill = p.release
 		}
@@ -238,7 +238,7 @@ func (s *Server) boot(template, rootfs string, metadata, env map[string]string, 
 	outcome := createdFromPool
 	if inst == nil {
 		var err error
-		if inst, err = s.rt.create(randomID(20), rootfs); err != nil {
+		if inst, err = s.rt.create(randomID(20), rootfs, network); err != nil {
 			s.metrics.created(createFailed, time.Since(start))
 			return nil, refill, err
 		}
@@ -254,7 +254,7 @@ func (s *Server) boot(template, rootfs string, metadata, env map[string]string, 
 	s.sandboxes.add(sb)
 	s.setDeadline(sb, timeout)
 	s.metrics.created(outcome, time.Since(start))
-	s.cfg.Log("sandbox %s: template %s, %s in %v", id, template, how, time.Since(start).Round(time.Microsecond))
+	s.cfg.Log("sandbox %s: template %s, %s, %s in %v", id, template, network, how, time.Since(start).Round(time.Microsecond))
 	return sb, refill, nil
 }
 

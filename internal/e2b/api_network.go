@@ -3,11 +3,18 @@ package e2b
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/moat-sandbox/moat/sentry/net/netstack"
 )
 
 // sandboxNetwork is POST /sandboxes' network: what the sandbox may reach
-// (allowOut, denyOut: addresses, CIDRs or domains), whether its ports
-// are public without a token, and the Host its proxied requests carry.
+// (allowOut: addresses, CIDRs or domains; denyOut: addresses or CIDRs),
+// whether its ports are public without a token, and the Host its
+// proxied requests carry.
 type sandboxNetwork struct {
 	AllowOut           []string `json:"allowOut"`
 	DenyOut            []string `json:"denyOut"`
@@ -15,28 +22,104 @@ type sandboxNetwork struct {
 	MaskRequestHost    *string  `json:"maskRequestHost"`
 }
 
-// networkProblem says why moat serve cannot honour a request's network,
-// "" if it can. Its sandboxes reach their loopback alone and none of
-// their ports is routed, so what denies (denyOut, any list of it;
-// allowPublicTraffic false) is already so, and what allows or reshapes
-// traffic is refused rather than ignored.
-func networkProblem(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
+// egress is a sandbox's network as moat gives it: its loopback alone
+// (the zero value, what a pool's sandboxes have), or the user-space
+// network (internal/usernet), reaching all the host reaches or, with an
+// allowlist, only what that names (dev.moat.net-allow's entries).
+type egress struct {
+	user  bool
+	allow []string // nil with user: all of the network
+}
+
+// pooled says whether a pool's sandbox, booted with loopback alone, has
+// this network.
+func (e egress) pooled() bool { return !e.user }
+
+// String is how the log names the network.
+func (e egress) String() string {
+	switch {
+	case !e.user:
+		return "loopback only"
+	case e.allow == nil:
+		return "all of the network"
 	}
+	return "allowlist " + strings.Join(e.allow, ",")
+}
+
+// sandboxEgress maps a create's allow_internet_access and network onto
+// moat's network, or says why it cannot (a 400).
+//
+// E2B's rules (its openapi.yml and SDKs): traffic goes out unless denyOut
+// denies it; allow_internet_access false is denyOut 0.0.0.0/0 (all);
+// allowOut's entries take precedence over denyOut's. moat's egress is an
+// allowlist, so:
+//
+//   - a request that denies all (denyOut holds 0.0.0.0/0, or
+//     allow_internet_access is false) reaches what allowOut lists and
+//     nothing else: loopback alone when it lists nothing;
+//   - allow_internet_access true with no denyOut is all of the network
+//     (allowOut adds nothing to it), and so is allowOut 0.0.0.0/0;
+//   - a denyOut of only some addresses beside allow_internet_access true
+//     (all but those) is an allowlist's opposite, and refused;
+//   - without allow_internet_access the sandbox gets moat's default,
+//     not E2B's: it denies all, so it reaches what allowOut lists (a
+//     denyOut beside only denies what is denied already). The SDKs send
+//     the field only when the caller sets it.
+//
+// allowOut's entries are dev.moat.net-allow's: E2B's addresses, CIDRs,
+// names and *.names, and moat's ADDR:PORT, NAME:PORT too.
+func sandboxEgress(allowInternet *bool, raw json.RawMessage) (egress, string) {
 	var n sandboxNetwork
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&n); err != nil {
-		return "network: " + err.Error()
+	if len(raw) > 0 && string(raw) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&n); err != nil {
+			return egress{}, "network: " + err.Error()
+		}
 	}
 	switch {
-	case len(n.AllowOut) > 0:
-		return "network.allowOut: moat serve's sandboxes have no network beyond their loopback yet"
 	case n.AllowPublicTraffic != nil && *n.AllowPublicTraffic:
-		return "network.allowPublicTraffic: moat serve routes no sandbox port but envd's"
+		return egress{}, "network.allowPublicTraffic: moat serve routes no sandbox port but envd's"
 	case n.MaskRequestHost != nil:
-		return "network.maskRequestHost: moat serve routes no sandbox port but envd's"
+		return egress{}, "network.maskRequestHost: moat serve routes no sandbox port but envd's"
 	}
-	return ""
+	denyAll := allowInternet == nil || !*allowInternet
+	for _, d := range n.DenyOut {
+		p, err := parsePrefix(d)
+		if err != nil {
+			return egress{}, fmt.Sprintf("network.denyOut: %q is not an IP address or CIDR (denyOut takes no domain names)", d)
+		}
+		denyAll = denyAll || p.Bits() == 0
+	}
+	allowAll := false
+	for _, a := range n.AllowOut {
+		if p, err := parsePrefix(a); err == nil && p.Bits() == 0 {
+			allowAll = true
+		}
+	}
+	if len(n.AllowOut) > 0 {
+		if _, err := netstack.ParseEgress(strings.Join(n.AllowOut, ","), nil); err != nil {
+			return egress{}, "network.allowOut: " + strings.TrimPrefix(err.Error(), netstack.EgressAnnotation+": ")
+		}
+	}
+	switch {
+	case allowAll:
+		return egress{user: true}, ""
+	case !denyAll && len(n.DenyOut) > 0:
+		return egress{}, fmt.Sprintf("network.denyOut: moat's egress is an allowlist: it cannot deny %s and let the rest out; "+
+			"deny all (0.0.0.0/0) and list what may be reached in allowOut", strings.Join(n.DenyOut, ", "))
+	case !denyAll:
+		return egress{user: true}, ""
+	case len(n.AllowOut) == 0:
+		return egress{}, ""
+	}
+	return egress{user: true, allow: slices.Clone(n.AllowOut)}, ""
+}
+
+// parsePrefix reads an address or a CIDR, as denyOut holds them.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	return netip.ParsePrefix(s)
 }

@@ -8,6 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/moat-sandbox/moat/internal/usernet"
+	"github.com/moat-sandbox/moat/sentry/net/netstack"
 )
 
 // newTestServer is a server whose moat is never run: the requests these
@@ -61,8 +66,8 @@ func TestBadCreateRequestsGetE2BsErrorWithTheirStatus(t *testing.T) {
 		{`{"templateID":"base","timeout":86401}`, 400, "out of range"},
 		{`{"templateID":"nosuch"}`, 404, `"nosuch" not found`},
 		{`{"templateID":"base","autoPause":true}`, 400, "autoPause"},
-		{`{"templateID":"base","allow_internet_access":true}`, 400, "allow_internet_access"},
-		{`{"templateID":"base","network":{"allowOut":["1.1.1.1"]}}`, 400, "network.allowOut"},
+		{`{"templateID":"base","allow_internet_access":true,"network":{"denyOut":["8.8.8.8"]}}`, 400, "network.denyOut: moat's egress is an allowlist"},
+		{`{"templateID":"base","network":{"allowOut":["bad name!"]}}`, 400, `network.allowOut: "bad name!"`},
 		{`{"templateID":"base","network":{"rules":{}}}`, 400, "network"},
 	} {
 		code, body := call(t, s, "POST", "/v2/sandboxes", "the-key", c.body)
@@ -219,21 +224,90 @@ func TestACreateWhoseBootFailsGets500AndLeavesNothingBehind(t *testing.T) {
 	}
 }
 
-func TestNetworksThatDenyAreHonouredAndTheRestRefused(t *testing.T) {
-	for raw, refused := range map[string]bool{
-		``: false, `null`: false, `{}`: false,
-		`{"denyOut":["0.0.0.0/0"]}`:       false, // all of it: loopback only is that
-		`{"denyOut":["10.0.0.0/8"]}`:      false, // less of it: still nothing goes out
-		`{"allowPublicTraffic":false}`:    false,
-		`{"allowOut":["1.1.1.1"]}`:        true,
-		`{"allowOut":[],"denyOut":[]}`:    false,
-		`{"allowPublicTraffic":true}`:     true,
-		`{"maskRequestHost":"x:${PORT}"}`: true,
-		`{"egress":"all"}`:                true, // unknown: refused, not ignored
-		`[1]`:                             true,
+func TestE2BNetworksMapOntoMoatsEgress(t *testing.T) {
+	yes, no := true, false
+	all, none := egress{user: true}, egress{}
+	allow := func(entries ...string) egress { return egress{user: true, allow: entries} }
+	for _, c := range []struct {
+		internet *bool
+		network  string
+		want     egress
+	}{
+		// Without allow_internet_access: moat's default, deny all.
+		{nil, ``, none},
+		{nil, `null`, none},
+		{nil, `{}`, none},
+		{nil, `{"allowOut":[],"denyOut":[]}`, none},
+		{nil, `{"allowPublicTraffic":false}`, none},
+		{nil, `{"denyOut":["0.0.0.0/0"]}`, none},
+		{nil, `{"denyOut":["10.0.0.0/8"]}`, none}, // denies what is denied already
+		{nil, `{"allowOut":["1.1.1.1"]}`, allow("1.1.1.1")},
+		// allow_internet_access false is denyOut 0.0.0.0/0; allowOut wins over it.
+		{&no, ``, none},
+		{&no, `{"allowOut":["allowed.test","10.1.2.0/24"]}`, allow("allowed.test", "10.1.2.0/24")},
+		// allow_internet_access true: all, unless denyOut denies all.
+		{&yes, ``, all},
+		{&yes, `{"allowOut":["1.1.1.1"]}`, all}, // allowed already
+		{&yes, `{"denyOut":["0.0.0.0/0"]}`, none},
+		{&yes, `{"denyOut":["0.0.0.0/0"],"allowOut":["*.pypi.org","1.1.1.1:443"]}`, allow("*.pypi.org", "1.1.1.1:443")},
+		// allowOut 0.0.0.0/0 (the SDKs' ALL_TRAFFIC) is all, whatever is denied.
+		{&no, `{"allowOut":["0.0.0.0/0"]}`, all},
+		{&yes, `{"denyOut":["8.8.8.8"],"allowOut":["0.0.0.0/0"]}`, all},
 	} {
-		if got := networkProblem(json.RawMessage(raw)); (got != "") != refused {
-			t.Errorf("%s: %q, want refused %v", raw, got, refused)
+		got, problem := sandboxEgress(c.internet, json.RawMessage(c.network))
+		if problem != "" || got.user != c.want.user || strings.Join(got.allow, ",") != strings.Join(c.want.allow, ",") ||
+			(got.allow == nil) != (c.want.allow == nil) {
+			t.Errorf("allow_internet_access %v, network %s: %v %q, want %v", c.internet != nil && *c.internet, c.network, got, problem, c.want)
 		}
 	}
+}
+
+func TestE2BNetworksMoatCannotHonourAreRefusedNamingTheField(t *testing.T) {
+	yes := true
+	for _, c := range []struct {
+		internet *bool
+		network  string
+		says     string
+	}{
+		{&yes, `{"denyOut":["8.8.8.8"]}`, "network.denyOut: moat's egress is an allowlist: it cannot deny 8.8.8.8"},
+		{nil, `{"denyOut":["example.com"]}`, `network.denyOut: "example.com" is not an IP address or CIDR`},
+		{nil, `{"allowOut":["bad name!"]}`, `network.allowOut: "bad name!": not a domain name`},
+		{nil, `{"allowOut":[""]}`, "network.allowOut: an empty entry"},
+		{nil, `{"allowOut":["1.1.1.1:99999"]}`, `network.allowOut: "1.1.1.1:99999"`},
+		{nil, `{"allowPublicTraffic":true}`, "network.allowPublicTraffic"},
+		{nil, `{"maskRequestHost":"x:${PORT}"}`, "network.maskRequestHost"},
+		{nil, `{"egressProxy":{"address":"p:1"}}`, `unknown field "egressProxy"`}, // refused, not ignored
+		{nil, `{"rules":{}}`, `unknown field "rules"`},
+		{nil, `[1]`, "network: "},
+	} {
+		if _, problem := sandboxEgress(c.internet, json.RawMessage(c.network)); !strings.Contains(problem, c.says) || strings.Contains(problem, "\n") {
+			t.Errorf("%s: %q, want one line with %q", c.network, problem, c.says)
+		}
+	}
+}
+
+func TestSandboxSpecGivesANetworkItsAnnotationsAndResolver(t *testing.T) {
+	if s := sandboxSpec("/r", "id", "/b", egress{}); s.Annotations[usernet.Annotation] != "" || hasMount(s, "/etc/resolv.conf") {
+		t.Errorf("loopback only, yet %v and mounts %v", s.Annotations, s.Mounts)
+	}
+	s := sandboxSpec("/r", "id", "/b", egress{user: true, allow: []string{"a.test", "10.0.0.1:80"}})
+	if s.Annotations[usernet.Annotation] != usernet.AnnotationUser || s.Annotations[netstack.EgressAnnotation] != "a.test,10.0.0.1:80" {
+		t.Errorf("annotations %v", s.Annotations)
+	}
+	if !hasMount(s, "/etc/resolv.conf") {
+		t.Errorf("no resolv.conf mount: %v", s.Mounts)
+	}
+	s = sandboxSpec("/r", "id", "/b", egress{user: true})
+	if _, ok := s.Annotations[netstack.EgressAnnotation]; ok || s.Annotations[usernet.Annotation] != usernet.AnnotationUser {
+		t.Errorf("all of the network, yet annotations %v", s.Annotations)
+	}
+}
+
+func hasMount(s *specs.Spec, dest string) bool {
+	for _, m := range s.Mounts {
+		if m.Destination == dest {
+			return true
+		}
+	}
+	return false
 }

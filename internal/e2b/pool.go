@@ -46,7 +46,7 @@ func (s *Server) fill(p *pool, wg *sync.WaitGroup) {
 			return
 		case <-p.slots:
 		}
-		inst, err := s.rt.create(randomID(20), p.rootfs)
+		inst, err := s.rt.create(randomID(20), p.rootfs, egress{})
 		if err != nil {
 			p.slots <- struct{}{}
 			s.cfg.Log("pool %s: booting a sandbox: %v", p.template, err)

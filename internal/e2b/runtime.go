@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -17,6 +18,8 @@ import (
 	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/internal/ocirun"
 	"github.com/moat-sandbox/moat/internal/state"
+	"github.com/moat-sandbox/moat/internal/usernet"
+	"github.com/moat-sandbox/moat/sentry/net/netstack"
 )
 
 // runtime is moat itself: its command line (a subprocess, at a state
@@ -64,9 +67,11 @@ var rootCaps = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWN
 
 // sandboxSpec is a sandbox's container: the template's tree as its root,
 // writable through an overlay kept in the sandbox (the tree itself is
-// never written), with its own /dev, /dev/shm and /tmp, and a loopback
-// network only. Its init only waits: commands come through exec.
-func sandboxSpec(rootfs, id string) *specs.Spec {
+// never written), with its own /dev, /dev/shm and /tmp, and network: its
+// loopback alone, or the user-space network (usernet.Annotation), with
+// the allowlist if any, and the bundle's resolv.conf (writeResolvConf)
+// over the image's. Its init only waits: commands come through exec.
+func sandboxSpec(rootfs, id, bundle string, network egress) *specs.Spec {
 	spec := ocirun.Spec([]string{"/bin/sleep", "infinity"}, []string{defaultPath}, "e2b-"+id)
 	spec.Root = &specs.Root{Path: rootfs}
 	spec.Process.Capabilities = capabilities(0)
@@ -77,8 +82,21 @@ func sandboxSpec(rootfs, id string) *specs.Spec {
 		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "nodev", "mode=1777", "size=64m"}},
 		ocirun.Tmpfs("/tmp", "nosuid", "nodev", "mode=1777", "size=1g"),
 	}
+	if network.user {
+		spec.Annotations = map[string]string{usernet.Annotation: usernet.AnnotationUser}
+		if network.allow != nil {
+			spec.Annotations[netstack.EgressAnnotation] = strings.Join(network.allow, ",")
+		}
+		spec.Mounts = append(spec.Mounts, specs.Mount{Destination: "/etc/resolv.conf", Type: "bind",
+			Source: filepath.Join(bundle, resolvConfName), Options: []string{"bind", "ro", "nosuid", "nodev"}})
+	}
 	return spec
 }
+
+// resolvConfName is the file in a sandbox's bundle that is its
+// /etc/resolv.conf when it has a network: the user-space network's
+// resolver, which answers what the allowlist allows.
+const resolvConfName = "resolv.conf"
 
 // capabilities are a process's for uid: rootCaps for root, none for
 // another user.
@@ -99,13 +117,13 @@ type instance struct {
 	closed bool
 }
 
-// create boots sandbox id on rootfs and starts it.
-func (rt *runtime) create(id, rootfs string) (*instance, error) {
+// create boots sandbox id on rootfs with network and starts it.
+func (rt *runtime) create(id, rootfs string, network egress) (*instance, error) {
 	bundle := filepath.Join(rt.bundles, id)
 	if err := os.Mkdir(bundle, 0o700); err != nil {
 		return nil, err
 	}
-	inst, err := rt.boot(id, bundle, rootfs)
+	inst, err := rt.boot(id, bundle, rootfs, network)
 	if err != nil {
 		rt.root.Delete(id)
 		os.RemoveAll(bundle)
@@ -114,8 +132,13 @@ func (rt *runtime) create(id, rootfs string) (*instance, error) {
 	return inst, nil
 }
 
-func (rt *runtime) boot(id, bundle, rootfs string) (*instance, error) {
-	if err := ocirun.WriteSpec(bundle, sandboxSpec(rootfs, id)); err != nil {
+func (rt *runtime) boot(id, bundle, rootfs string, network egress) (*instance, error) {
+	if network.user {
+		if err := os.WriteFile(filepath.Join(bundle, resolvConfName), []byte(usernet.ResolvConf), 0o444); err != nil {
+			return nil, err
+		}
+	}
+	if err := ocirun.WriteSpec(bundle, sandboxSpec(rootfs, id, bundle, network)); err != nil {
 		return nil, err
 	}
 	// The sentry keeps create's stdout and stderr as the init's: a file,

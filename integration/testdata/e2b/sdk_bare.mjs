@@ -3,7 +3,7 @@
 // no shell, no coreutils, no /etc/passwd. Every result is checked, and the
 // script ends with status 1 if one is wrong. The test that runs this sets
 // E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY.
-import { Sandbox, NotFoundError, InvalidArgumentError } from 'e2b'
+import { Sandbox, NotFoundError, InvalidArgumentError, ALL_TRAFFIC } from 'e2b'
 import { randomBytes } from 'node:crypto'
 
 import { check, eq, throws, sha256, finish } from './checks.mjs'
@@ -81,17 +81,24 @@ eq('an octet-stream upload arrives whole', sha256(await sbx.files.read('/tmp/oct
 
 eq('kill kills', await sbx.kill(), true)
 
-// A network that denies is what a sandbox has (its loopback alone); one
-// that allows out is refused, not ignored.
-const closed = await Sandbox.create('bare', { timeoutMs: 60_000, allowInternetAccess: false, network: { denyOut: ['0.0.0.0/0'] } })
+// Networks, as E2B's API has them: one that denies all is loopback alone;
+// one that denies all but allowOut's entries gets the user-space network
+// with that allowlist (nothing here reaches out: the image has nothing to
+// run; integration/e2b_network_test.go checks what is reached); a denyOut
+// of some addresses with internet access, an allowlist's opposite, is
+// refused, not ignored.
+const closed = await Sandbox.create('bare', { timeoutMs: 60_000, allowInternetAccess: false, network: { denyOut: [ALL_TRAFFIC] } })
 eq('a sandbox without internet access is made', await closed.isRunning(), true)
 await closed.kill()
+const listed = await Sandbox.create('bare', { timeoutMs: 60_000, network: { denyOut: [ALL_TRAFFIC], allowOut: ['allowed.test', '10.214.0.1:80'] } })
+eq('a sandbox with an allowlist is made', await listed.isRunning(), true)
+await listed.kill()
 let refusal = 'no error'
 try {
-  await Sandbox.create('bare', { network: { allowOut: ['1.1.1.1'] } })
+  await Sandbox.create('bare', { allowInternetAccess: true, network: { denyOut: ['8.8.8.8'] } })
 } catch (err) {
   refusal = String(err && err.message)
 }
-check('a network that allows out is refused with 400', refusal.startsWith('400') && refusal.includes('allowOut'), refusal)
+check('a network that denies some addresses and allows the rest is refused with 400', refusal.startsWith('400') && refusal.includes('denyOut'), refusal)
 
 finish()
