@@ -50,6 +50,16 @@ func newLocalEnv(t *testing.T, uid, gid int) *localEnv {
 		t.Skip("needs root: the tests run moat sandbox both as root and as an unprivileged user")
 	}
 	base := t.TempDir()
+	if uid != 0 {
+		must(t, os.Chmod(filepath.Dir(base), 0o755))
+	}
+	return newLocalEnvAt(t, base, uid, gid)
+}
+
+// newLocalEnvAt is newLocalEnv in base, a new directory whose parents the
+// caller may search.
+func newLocalEnvAt(t *testing.T, base string, uid, gid int) *localEnv {
+	t.Helper()
 	e := &localEnv{t: t, uid: uid, gid: gid, dir: filepath.Join(base, "project"), home: filepath.Join(base, "home"), tmp: filepath.Join(base, "tmp")}
 	e.key = filepath.Join(e.home, ".ssh", "id_rsa")
 	for _, d := range []string{e.dir, filepath.Dir(e.key), e.tmp} {
@@ -62,7 +72,6 @@ func newLocalEnv(t *testing.T, uid, gid int) *localEnv {
 	must(t, err)
 	must(t, os.WriteFile(e.moat, data, 0o755))
 	if uid != 0 {
-		must(t, os.Chmod(filepath.Dir(base), 0o755))
 		must(t, os.Chmod(base, 0o755))
 		for _, p := range []string{e.dir, e.home, filepath.Dir(e.key), e.key, e.tmp} {
 			must(t, os.Chown(p, uid, gid))

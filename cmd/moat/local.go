@@ -283,6 +283,9 @@ func runLocal(g *globalOptions, p localPolicy, h localHost, args []string, k *ke
 			lg.keep.setup.Hide = append(lg.keep.setup.Hide, control.KeepDir{Path: d, Mode: 0o755, UID: uint32(h.uid), GID: uint32(h.gid)})
 		}
 	}
+	if p.Net {
+		fmt.Fprintln(os.Stderr, "moat: sandbox: --net: the command may reach every address this machine can, as the caller")
+	}
 	var timedOut atomic.Bool
 	if timeout > 0 {
 		timer := time.AfterFunc(timeout, func() {

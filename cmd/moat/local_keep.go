@@ -86,14 +86,14 @@ func openKept(root, name string) (_ *keptSandbox, err error) {
 	if err := os.Mkdir(k.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, flagErr("--keep", "%v", err)
 	}
+	if k.lock, err = lockKept(k.dir, "--keep", name); err != nil {
+		return nil, err // another run's: nothing of it is this run's to touch
+	}
 	defer func() {
 		if err != nil {
 			k.close()
 		}
 	}()
-	if k.lock, err = lockKept(k.dir, "--keep", name); err != nil {
-		return nil, err
-	}
 	k.load, err = os.Open(filepath.Join(k.dir, keptState))
 	if errors.Is(err, fs.ErrNotExist) {
 		k.load, err = nil, nil

@@ -52,6 +52,9 @@ func TestAKeptSandboxIsTakenOnlyWholeAndByOneRunAtATime(t *testing.T) {
 	if _, err := openKept(root, "s"); err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Errorf("a second run of a held sandbox: %v, want in use", err)
 	}
+	if _, err := os.Stat(filepath.Join(root, "s", keptStateNew)); err != nil {
+		t.Errorf("the refused second run took the first one's save: %v", err)
+	}
 	// A save cut short is not taken; a first run that saved nothing
 	// leaves nothing.
 	k.save.WriteString("half a tar")
