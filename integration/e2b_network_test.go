@@ -38,11 +38,6 @@ func TestE2BNetworkAllowOutReachesWhatItListsAndNothingElse(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: moat serve creates sandboxes")
 	}
-	for _, tool := range []string{"nsenter", "unshare"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s (util-linux) is missing: no way to run moat serve in the test network", tool)
-		}
-	}
 	if _, err := os.Stat(busybox); err != nil {
 		t.Skipf("%s is missing (make test installs busybox-static): no root file system to test with", busybox)
 	}
@@ -57,28 +52,14 @@ func TestE2BNetworkAllowOutReachesWhatItListsAndNothingElse(t *testing.T) {
 		must(t, os.Symlink("busybox", filepath.Join(rootfs, "bin", applet)))
 	}
 
-	n := newTestNetwork(t, "e2bn")
-	if out, err := exec.Command("ip", "-n", n.server, "addr", "add", "10.214.0.2/32", "dev", "lo").CombinedOutput(); err != nil {
-		t.Fatalf("ip: %v: %s", err, out)
-	}
-	l := listenIn(t, n.server)
-	serveRemoteAddr(l)
-	other := listenIn(t, n.server)
-	serveRemoteAddr(other)
-	port, otherPort := l.Addr().(*net.TCPAddr).Port, other.Addr().(*net.TCPAddr).Port
-	asked := make(chan string, 64)
-	go serveDNS(udpIn(t, n.server, netServerAddr+":53"), asked)
-	resolvConf := filepath.Join(t.TempDir(), "resolv.conf")
-	must(t, os.WriteFile(resolvConf, []byte("nameserver "+netServerAddr+"\n"), 0o644))
+	tn := newE2BNet(t, "e2bn")
+	port, otherPort, asked := tn.port, tn.otherPort, tn.asked
 
 	state := filepath.Join(t.TempDir(), "state")
 	const key = "moat-e2b-network-key"
-	wrap := []string{"nsenter", "--net=" + filepath.Join("/run/netns", n.container), "--",
-		"unshare", "--mount", "--propagation", "private", "--",
-		"sh", "-c", `mount --bind "$0" /etc/resolv.conf && exec "$@"`, resolvConf}
-	url, stop, log := startServeIn(t, wrap, key, "--state", state, "--pool", "1", "--template", "base="+rootfs)
+	url, stop, log := startServeIn(t, tn.wrap, key, "--state", state, "--pool", "1", "--template", "base="+rootfs)
 	defer stop()
-	api := &e2bClient{t: t, url: url, key: key, http: netnsHTTPClient(n.container)}
+	api := &e2bClient{t: t, url: url, key: key, http: netnsHTTPClient(tn.ns)}
 
 	allowed := fmt.Sprintf(`{"templateID":"base","timeout":300,"network":{"denyOut":["0.0.0.0/0"],"allowOut":["allowed.test:%d","10.214.0.2:%d"]}}`, port, port)
 	begun := time.Now()
@@ -179,6 +160,69 @@ func TestE2BNetworkAllowOutReachesWhatItListsAndNothingElse(t *testing.T) {
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", rec.Usernet.PID)); err == nil && rec.Usernet.Alive() {
 		t.Errorf("moat usernet (pid %d) outlived the server", rec.Usernet.PID)
 	}
+}
+
+// e2bNet is the test network a moat serve runs in (newTestNetwork:
+// nothing leaves the two namespaces the test made): one HTTP server on
+// all the server namespace's addresses on port, another on otherPort,
+// each answering with the client's address, and a resolver answering
+// allowed.test (10.214.0.1) and denied.test (10.214.0.2), which names
+// the queries it gets on asked.
+type e2bNet struct {
+	ns              string   // the namespace moat serve runs in
+	wrap            []string // runs a command there, with resolv.conf naming the test's resolver
+	port, otherPort int
+	asked           chan string
+}
+
+func newE2BNet(t *testing.T, tag string) *e2bNet {
+	t.Helper()
+	for _, tool := range []string{"nsenter", "unshare"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s (util-linux) is missing: no way to run moat serve in the test network", tool)
+		}
+	}
+	n := newTestNetwork(t, tag)
+	if out, err := exec.Command("ip", "-n", n.server, "addr", "add", "10.214.0.2/32", "dev", "lo").CombinedOutput(); err != nil {
+		t.Fatalf("ip: %v: %s", err, out)
+	}
+	l := listenIn(t, n.server)
+	serveRemoteAddr(l)
+	other := listenIn(t, n.server)
+	serveRemoteAddr(other)
+	tn := &e2bNet{ns: n.container, port: l.Addr().(*net.TCPAddr).Port, otherPort: other.Addr().(*net.TCPAddr).Port,
+		asked: make(chan string, 64)}
+	go serveDNS(udpIn(t, n.server, netServerAddr+":53"), tn.asked)
+	resolvConf := filepath.Join(t.TempDir(), "resolv.conf")
+	must(t, os.WriteFile(resolvConf, []byte("nameserver "+netServerAddr+"\n"), 0o644))
+	tn.wrap = []string{"nsenter", "--net=" + filepath.Join("/run/netns", n.container), "--",
+		"unshare", "--mount", "--propagation", "private", "--",
+		"sh", "-c", `mount --bind "$0" /etc/resolv.conf && exec "$@"`, resolvConf}
+	return tn
+}
+
+// TestE2BSDKNetworkOptionsOnMoatServe runs testdata/e2b/sdk_network.mjs,
+// the JavaScript SDK's allowOut, denyOut and allowInternetAccess on the
+// Debian template, with moat serve and node in the test network.
+func TestE2BSDKNetworkOptionsOnMoatServe(t *testing.T) {
+	node := sdkNode(t)
+	rootfs := debianRootfs(t)
+	sdk := installE2BSDK(t)
+	tn := newE2BNet(t, "e2bs")
+	state := filepath.Join(t.TempDir(), "state")
+	const key = "moat-e2b-sdk-network-key"
+	url, stop, log := startServeIn(t, tn.wrap, key, "--state", state, "--template", "base="+rootfs)
+	defer stop()
+	runSDKScriptIn(t, tn.wrap, []string{fmt.Sprintf("MOAT_TEST_PORT=%d", tn.port), fmt.Sprintf("MOAT_TEST_OTHER_PORT=%d", tn.otherPort),
+		"MOAT_TEST_SOURCE=" + netContainerAddr}, node, sdk, "sdk_network.mjs", url, key)
+	for _, q := range drain(tn.asked) {
+		if !strings.HasPrefix(q, "allowed.test") {
+			t.Errorf("the resolver was asked for %q: a name not allowed left the sandbox", q)
+		}
+	}
+	stop()
+	t.Logf("moat serve's log:\n%s", log())
+	checkNothingLeft(t, state)
 }
 
 // readRecord is a sandbox's state.json.

@@ -242,6 +242,13 @@ func startServeIn(t *testing.T, wrap []string, key string, args ...string) (url 
 // all its checks passed.
 func runSDKScript(t *testing.T, node, sdk, script, url, key string) {
 	t.Helper()
+	runSDKScriptIn(t, nil, nil, node, sdk, script, url, key)
+}
+
+// runSDKScriptIn is runSDKScript with node's command line after wrap
+// (nsenter and the like), if any, and env added to its environment.
+func runSDKScriptIn(t *testing.T, wrap, env []string, node, sdk, script, url, key string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), e2bScriptTimeout)
 	defer cancel()
 	for _, name := range []string{script, "checks.mjs"} {
@@ -249,10 +256,10 @@ func runSDKScript(t *testing.T, node, sdk, script, url, key string) {
 		must(t, err)
 		must(t, os.WriteFile(filepath.Join(sdk, name), data, 0o644))
 	}
-	path := filepath.Join(sdk, script)
-	cmd := exec.CommandContext(ctx, node, path)
+	argv := append(append([]string{}, wrap...), node, filepath.Join(sdk, script))
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = sdk
-	cmd.Env = append(os.Environ(), "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url, "E2B_API_KEY="+key, "E2B_DOMAIN=")
+	cmd.Env = append(append(os.Environ(), "E2B_API_URL="+url, "E2B_SANDBOX_URL="+url, "E2B_API_KEY="+key, "E2B_DOMAIN="), env...)
 	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.CombinedOutput()
 	t.Logf("SDK script %s:\n%s", script, out)
