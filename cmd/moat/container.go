@@ -28,7 +28,15 @@ func openContainer(g *globalOptions, id string) (*state.Dir, *state.Container, e
 // stubs of a sentry that was killed) and its state directory. If a process
 // outlives the wait the directory stays, so that a later delete can try
 // again.
+//
+// A container of a pod is killed through the pod's sentry first, so that
+// its processes are gone before its gofer is.
 func destroy(g *globalOptions, dir *state.Dir, c *state.Container) error {
+	if c.Pod != "" && c.Sentry.Alive() {
+		if err := killSandbox(g, dir, c, true); err != nil {
+			return err
+		}
+	}
 	procs := []struct {
 		name string
 		p    state.Process

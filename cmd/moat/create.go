@@ -29,6 +29,7 @@ sends the master end of the container's terminal there, as runc does.`,
 		var co createOptions
 		co.declare(o)
 		return func(g *globalOptions, args []string) error {
+			co.mayJoinPod = true
 			cr, err := createContainer(g, args[0], co, true)
 			if err != nil {
 				return err
@@ -45,6 +46,10 @@ type createOptions struct {
 	consoleSocket string
 	noPivot       bool
 	noNewKeyring  bool
+	// mayJoinPod: a container of a pod whose sandbox moat runs joins
+	// that sandbox (pod.go). Only create sets it: a CRI runtime creates
+	// each container, and `run` stays with a sandbox of its own.
+	mayJoinPod bool
 }
 
 func (co *createOptions) declare(o *options) {
@@ -87,6 +92,16 @@ func createContainer(g *globalOptions, id string, co createOptions, detached boo
 	if pidFile != "" {
 		if pidFile, err = filepath.Abs(pidFile); err != nil {
 			return nil, fmt.Errorf("pid file: %w", err)
+		}
+	}
+
+	var pod *route
+	if co.mayJoinPod {
+		if pod, err = podToJoin(g, id, b); err != nil {
+			return nil, err
+		}
+		if pod != nil {
+			defer pod.close()
 		}
 	}
 
@@ -139,15 +154,30 @@ func createContainer(g *globalOptions, id string, co createOptions, detached boo
 		Namespaces:  boot.JoinedNamespaces(b.Spec.Linux),
 		Hooks:       b.Spec.Hooks,
 	}
-	sb, err := startSandbox(g, dir, c, b, inner, stdio)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			sb.stop()
+	var sb *sandbox
+	if pod != nil {
+		files := stdio[:]
+		if terminal {
+			files = stdio[:1] // the replica, once
 		}
-	}()
+		if err := joinPod(g, dir, c, b, inner, files, pod); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				stopPodMember(c)
+			}
+		}()
+	} else {
+		if sb, err = startSandbox(g, dir, c, b, inner, stdio); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				sb.stop()
+			}
+		}()
+	}
 	if err := runCreateHooks(c.Hooks, c); err != nil {
 		return nil, err
 	}

@@ -130,7 +130,7 @@ func statsOf(g *globalOptions, id string) (_ statsEvent, oomKills uint64, runnin
 	if st := c.Status(); st != state.Running && st != state.Paused && st != state.Created {
 		return statsEvent{}, 0, false, nil
 	}
-	resp, err := control.CallFor(dir.ControlSocket(), control.Request{Op: control.OpStats}, controlTimeout)
+	resp, err := callContainer(g, dir, c, control.Request{Op: control.OpStats}, controlTimeout)
 	if err != nil || resp.Stats == nil {
 		if !c.Sentry.Alive() {
 			return statsEvent{}, 0, false, nil

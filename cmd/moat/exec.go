@@ -16,6 +16,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/moat-sandbox/moat/internal/bundle"
+	"github.com/moat-sandbox/moat/internal/cgroups"
 	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/internal/state"
 )
@@ -146,12 +147,17 @@ func execProcess(g *globalOptions, id string, args []string, eo execOptions) err
 		}
 	}
 
-	conn, err := control.Dial(dir.ControlSocket(), controlTimeout)
+	r, err := routeOf(g, dir, c)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	conn, err := control.Dial(r.socket, controlTimeout)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	req := control.Request{Op: control.OpExec, Exec: &control.Exec{Process: p, Stdio: len(stdio)}}
+	req := control.Request{Op: control.OpExec, Container: r.container, Exec: &control.Exec{Process: p, Stdio: len(stdio)}}
 	if err := conn.Send(req, append(stdio, extra...)...); err != nil {
 		return fmt.Errorf("exec in container %s: %w", id, err)
 	}
@@ -170,7 +176,7 @@ func execProcess(g *globalOptions, id string, args []string, eo execOptions) err
 	locked = false
 
 	if eo.detach {
-		pid, err := startExecWait(conn)
+		pid, err := startExecWait(conn, nil)
 		if err != nil {
 			return err
 		}
@@ -347,12 +353,13 @@ func waitExec(conn *control.Conn, term *terminalSession) int {
 const execWaitCommand = "exec-wait"
 
 // startExecWait hands conn to a new host process that stands for the
-// exec'd process, and returns its pid. Engines take a detached exec's
-// pid file for the process's: conmon and containerd's shim wait for it
-// as their child (it is reparented to them, subreapers both, once this
-// CLI exits), read its exit status as the process's and signal it to
-// signal the process.
-func startExecWait(conn *control.Conn) (int, error) {
+// exec'd process (or a pod's container's init: joinPod), started in cg
+// (nil: this CLI's cgroup), and returns its pid. Engines take a detached
+// exec's pid file for the process's: conmon and containerd's shim wait
+// for it as their child (it is reparented to them, subreapers both, once
+// this CLI exits), read its exit status as the process's and signal it
+// to signal the process.
+func startExecWait(conn *control.Conn, cg *cgroups.Cgroup) (int, error) {
 	f, pending, err := conn.Handover()
 	if err != nil {
 		return 0, fmt.Errorf("exec: %w", err)
@@ -363,7 +370,7 @@ func startExecWait(conn *control.Conn) (int, error) {
 	cmd.Env = append(os.Environ(), pendingEnv+"="+base64.StdEncoding.EncodeToString(pending))
 	// Its own session: a signal for the caller's terminal is not for it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if err := startIn(cg, cmd); err != nil {
 		return 0, fmt.Errorf("exec: start the process's stand-in: %w", err)
 	}
 	pid := cmd.Process.Pid

@@ -46,7 +46,7 @@ func killContainer(g *globalOptions, id, signal string, all bool) error {
 	}
 	req := control.Request{Op: control.OpKill, Signal: int(sig), All: all}
 	if sig != unix.SIGKILL {
-		if err := control.Call(dir.ControlSocket(), req, controlTimeout); err != nil {
+		if _, err := callContainer(g, dir, c, req, controlTimeout); err != nil {
 			return fmt.Errorf("send %v to container %s: %w", sig, id, err)
 		}
 		return nil
@@ -56,10 +56,12 @@ func killContainer(g *globalOptions, id, signal string, all bool) error {
 
 // killSandbox sends SIGKILL to the locked container c (to every process
 // with all), which must end it even when its sentry cannot help: a sentry
-// that does not answer or outlives the grace is killed itself.
+// that does not answer or outlives the grace is killed itself. For a
+// container of a pod, c.Sentry is the stand-in for its init, which goes
+// when the init does; killed, it takes the container with it.
 func killSandbox(g *globalOptions, dir *state.Dir, c *state.Container, all bool) error {
 	req := control.Request{Op: control.OpKill, Signal: int(unix.SIGKILL), All: all}
-	err := control.Call(dir.ControlSocket(), req, killGrace)
+	_, err := callContainer(g, dir, c, req, killGrace)
 	if err == nil {
 		if err = c.Sentry.WaitGone(killGrace); err == nil {
 			return nil

@@ -49,7 +49,7 @@ func pauseResume(g *globalOptions, id string, pause bool) error {
 	if err := check(c.Status()); err != nil {
 		return err
 	}
-	if err := control.Call(dir.ControlSocket(), control.Request{Op: op}, controlTimeout); err != nil {
+	if _, err := callContainer(g, dir, c, control.Request{Op: op}, controlTimeout); err != nil {
 		return fmt.Errorf("%s container %s: %w", op, id, err)
 	}
 	if err := c.Record(to); err != nil {

@@ -53,7 +53,7 @@ func psContainer(g *globalOptions, id, format string, psArgs []string) error {
 	defer dir.Close()
 	var procs []control.ProcessInfo
 	if st := c.Status(); st != state.Stopped {
-		resp, err := control.CallFor(dir.ControlSocket(), control.Request{Op: control.OpPs}, controlTimeout)
+		resp, err := callContainer(g, dir, c, control.Request{Op: control.OpPs}, controlTimeout)
 		if err != nil {
 			return fmt.Errorf("ps of container %s: %w", id, err)
 		}

@@ -74,16 +74,11 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("mark inherited descriptors close-on-exec: %w", err)
 	}
-	// One gofer socket for the root file system, then one per bind mount.
-	goferEnds := make([]*os.File, 1+len(b.Binds))
-	sentryGoferEnds := make([]*os.File, len(goferEnds))
-	for i := range goferEnds {
-		if goferEnds[i], sentryGoferEnds[i], err = socketPair(unix.SOCK_SEQPACKET); err != nil {
-			return nil, fmt.Errorf("gofer socket: %w", err)
-		}
-		defer goferEnds[i].Close()
-		defer sentryGoferEnds[i].Close()
+	gs, err := planGofer(g, b)
+	if err != nil {
+		return nil, err
 	}
+	defer gs.close()
 	controlListener, err := listenControl(dir)
 	if err != nil {
 		return nil, err
@@ -103,18 +98,9 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		}
 	}()
 
-	writes, err := b.RootfsWrites(g.rootfsWrites)
-	if err != nil {
-		return nil, err
-	}
-	goferArgs := []string{"--rootfs", b.Rootfs}
-	if b.Spec.Root.Readonly || writes == bundle.WritesOverlay {
-		// The image is never written: the gofer refuses it too.
-		goferArgs = append(goferArgs, "--readonly")
-	}
-	goferFDs := map[int]*os.File{control.GoferServeFD: goferEnds[0]}
+	writes := gs.writes
 	sentryFDs := map[int]*os.File{
-		control.BootGoferFD:   sentryGoferEnds[0],
+		control.BootGoferFD:   gs.sentryEnds[0],
 		control.BootControlFD: controlListener,
 		control.BootSetupFD:   sentrySetupEnd,
 	}
@@ -154,18 +140,8 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		defer dev.Close()
 		sentryFDs[control.BootKVMFD] = dev
 	}
-	var binds []control.Bind
-	for i, m := range b.Binds {
-		goferArgs = append(goferArgs, "--bind", bindArg(m))
-		goferFDs[control.GoferBindFD0+i] = goferEnds[1+i]
-		sentryFDs[control.BootBindFD0+i] = sentryGoferEnds[1+i]
-		root, source := hostOrigin(m.Source)
-		binds = append(binds, control.Bind{Index: m.Index, HostRoot: root, HostSource: source})
-	}
-	reserveFDTable(goferFDs, goferEnds[0])
-	goferArgs = append(goferArgs, goferPrivilegeArgs(b.Spec.Process)...)
-	if mode := os.Getenv(hostCallsEnv); mode != "" {
-		goferArgs = append(goferArgs, "--host-calls", mode)
+	for i := range b.Binds {
+		sentryFDs[control.BootBindFD0+i] = gs.sentryEnds[1+i]
 	}
 	// The namespace's packet sockets (netns.go), before anything starts;
 	// its addresses become the sandbox's once the sentry is ready. Or the
@@ -191,7 +167,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		defer f.Close()
 		sentryFDs[control.NetFD(len(b.Binds), i)] = f
 	}
-	reserveFDTable(sentryFDs, sentryGoferEnds[0])
+	reserveFDTable(sentryFDs, gs.sentryEnds[0])
 	if sb.cgroup, err = makeCgroup(g, inner, b.Spec.Linux); err != nil {
 		return nil, err
 	}
@@ -206,7 +182,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		LogPath:   g.log.path,
 		LogFormat: g.logFormat,
 		Debug:     g.debug,
-		Binds:     binds,
+		Binds:     gs.binds,
 
 		RootfsWrites:  writes,
 		OverlayMemory: overlayMemory,
@@ -254,22 +230,13 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	}
 	defer setupConn.Close()
 
-	sb.gofer = internalCommand("gofer", goferArgs...)
-	sb.gofer.ExtraFiles = childFDs(goferFDs)
-	if g.log.file != nil {
-		sb.gofer.Stderr = g.log.file
-	}
-	// Its own session: no signal meant for the CLI's terminal reaches it.
-	sb.gofer.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	confine.GoferProcAttr(sb.gofer.SysProcAttr, sandboxIDs(), os.Geteuid() == 0)
-	if err := startIn(sb.cgroup, sb.gofer); err != nil {
-		return nil, fmt.Errorf("start gofer: %w", err)
+	if sb.gofer, err = startGofer(g, sb.cgroup, gs); err != nil {
+		return nil, err
 	}
 	// The children hold their ends now; the CLI's copies go, so that each
 	// side sees the other's end close when it exits.
-	for _, f := range append(append([]*os.File{controlListener}, goferEnds...), sentryGoferEnds...) {
-		f.Close()
-	}
+	controlListener.Close()
+	gs.close()
 	g.log.debugf("container %s: gofer pid %d, sentry pid %d", c.ID, sb.gofer.Process.Pid, sb.sentry.Process.Pid)
 
 	// Both are unreaped children: their pids cannot have been reused yet.

@@ -30,7 +30,7 @@ func startContainer(g *globalOptions, dir *state.Dir, c *state.Container) error 
 	if err := state.CheckStart(c.Status()); err != nil {
 		return err
 	}
-	if err := control.Call(dir.ControlSocket(), control.Request{Op: control.OpStart}, controlTimeout); err != nil {
+	if _, err := callContainer(g, dir, c, control.Request{Op: control.OpStart}, controlTimeout); err != nil {
 		return fmt.Errorf("start container %s: %w", c.ID, err)
 	}
 	if err := c.Record(state.Running); err != nil {

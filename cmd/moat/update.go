@@ -93,8 +93,13 @@ func updateContainer(g *globalOptions, id string, u updateOptions) error {
 	if err := c.Cgroup.Apply(r); err != nil {
 		return fmt.Errorf("update container %s: %w", id, err)
 	}
-	if err := control.Call(dir.ControlSocket(), control.Request{Op: control.OpUpdate, Resources: r}, controlTimeout); err != nil {
-		return fmt.Errorf("update container %s: %w", id, err)
+	// The sentry of a pod holds its limits for the whole pod: a
+	// container of it keeps its own in its record and its cgroup (which
+	// holds its gofer) only.
+	if c.Pod == "" {
+		if err := control.Call(dir.ControlSocket(), control.Request{Op: control.OpUpdate, Resources: r}, controlTimeout); err != nil {
+			return fmt.Errorf("update container %s: %w", id, err)
+		}
 	}
 	c.Resources = r
 	return dir.Save(c)

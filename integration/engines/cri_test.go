@@ -3,9 +3,11 @@ package engines
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -88,8 +90,11 @@ state = %q
 
 // TestCRIPod runs a pod of two containers through containerd's CRI with
 // crictl, as a kubelet would with a RuntimeClass whose handler is moat
-// (and runc): runp, create and start, exec and its status, logs, stats,
-// stopp, rmp.
+// (and runc): runp, create and start, one container serving on
+// 127.0.0.1 and the other reaching it there (in its command, and by
+// exec), exec and its status, logs, stats, stopp, rmp, and nothing of the
+// pod left once it is removed. Under moat the pod's containers run in its
+// sandbox's sentry.
 func TestCRIPod(t *testing.T) {
 	needPackages(t, "containerd", "containerd")
 	needPackages(t, "gcc", "gcc", "libc6-dev")
@@ -166,12 +171,22 @@ func TestCRIPod(t *testing.T) {
 				cri(t, "stopp", podID)
 				cri(t, "rmp", podID)
 			}()
+			// One serves on the loopback, the other reaches it there: they
+			// share the pod's network.
+			port := freePort(t)
+			// Bounded: ten seconds of tries, as the server listens anew
+			// after each connection.
+			reach := "i=0; until nc 127.0.0.1 " + port + " </dev/null; do i=$((i+1)); [ $i -gt 100 ] && break; sleep 0.1; done"
+			commands := map[string]string{
+				"one": "echo one; while true; do echo served | nc -l -p " + port + "; done",
+				"two": "echo two; " + reach + "; exec sleep 1000",
+			}
 			var ids []string
 			for _, name := range []string{"one", "two"} {
 				c := writeJSON("c-"+name+"-"+rt.name+".json", map[string]any{
 					"metadata": map[string]any{"name": name},
 					"image":    map[string]any{"image": image},
-					"command":  []string{"sh", "-c", "echo " + name + "; exec sleep 1000"},
+					"command":  []string{"sh", "-c", commands[name]},
 					"log_path": name + ".log",
 					"linux":    map[string]any{},
 				})
@@ -179,12 +194,29 @@ func TestCRIPod(t *testing.T) {
 				ok(t, "start", id)
 				ids = append(ids, id)
 			}
+			left := leftovers{ids: append([]string{podID}, ids...)}
+			left.note(t, ok(t, "inspectp", podID))
+			for _, id := range ids {
+				left.note(t, ok(t, "inspect", id))
+			}
+			if rt.name == "moat" {
+				// One sentry for the pod: the containers' pids stand for
+				// their inits in it.
+				for _, pid := range left.pids[1:] {
+					if args := cmdline(pid); len(args) >= 2 && args[1] == "boot" {
+						t.Errorf("a container of the pod has a sentry of its own (pid %d)", pid)
+					}
+				}
+			}
 			var out []string
-			waitFor(t, func() bool { return strings.Contains(cri(t, "logs", ids[1]).stdout, "two") })
+			waitFor(t, func() bool { return strings.Contains(cri(t, "logs", ids[1]).stdout, "served") })
 			out = append(out, strings.TrimSpace(cri(t, "logs", ids[0]).stdout))
+			out = append(out, strings.Join(strings.Fields(cri(t, "logs", ids[1]).stdout), " "))
 			// crictl exits 1 when the command fails, saying its status.
 			r := cri(t, "exec", ids[1], "sh", "-c", "echo in; exit 3")
 			out = append(out, strings.TrimSpace(r.stdout)+"|"+execStatus(r))
+			r = cri(t, "exec", ids[1], "sh", "-c", reach)
+			out = append(out, strings.TrimSpace(r.stdout))
 			states := ok(t, "ps", "--pod", podID, "-o", "json")
 			out = append(out, itoa(strings.Count(states, "CONTAINER_RUNNING")))
 			out = append(out, boolStr(cri(t, "stats", ids[0]).code == 0))
@@ -192,9 +224,10 @@ func TestCRIPod(t *testing.T) {
 			ok(t, "rmp", podID)
 			out = append(out, itoa(len(strings.Fields(ok(t, "pods", "-q")))))
 			got[rt.name] = strings.Join(out, "|")
-			if want := "one|in|3|2|true|0"; got[rt.name] != want {
+			if want := "one|two served|in|3|served|2|true|0"; got[rt.name] != want {
 				t.Errorf("%s: %q, want %q", rt.name, got[rt.name], want)
 			}
+			left.check(t)
 		})
 	}
 	if r, ok := got["runc"]; ok && r != got["moat"] {
@@ -218,4 +251,98 @@ func execStatus(r result) string {
 		return "crictl " + itoa(r.code)
 	}
 	return f[0]
+}
+
+// freePort is a TCP port on 127.0.0.1 that nothing listens on now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// leftovers are what a pod's sandbox and containers hold on the host, as
+// `crictl inspect` and `inspectp` report them: none may remain after
+// rmp.
+type leftovers struct {
+	ids     []string // the pod's sandbox's and containers' ids
+	pids    []int
+	cgroups []string
+}
+
+// note takes the pid and cgroup from an inspect's JSON.
+func (l *leftovers) note(t *testing.T, inspect string) {
+	t.Helper()
+	var v struct {
+		Info struct {
+			Pid         int `json:"pid"`
+			RuntimeSpec struct {
+				Annotations map[string]string `json:"annotations"`
+				Linux       struct {
+					CgroupsPath string            `json:"cgroupsPath"`
+					Namespaces  []json.RawMessage `json:"namespaces"`
+				} `json:"linux"`
+			} `json:"runtimeSpec"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal([]byte(inspect), &v); err != nil {
+		t.Fatalf("inspect: %v: %s", err, inspect)
+	}
+	// What the CRI plugin passes the runtime (docs/engines.md).
+	spec := v.Info.RuntimeSpec
+	t.Logf("pid %d: annotations %v, namespaces %s, cgroupsPath %q", v.Info.Pid, spec.Annotations, spec.Linux.Namespaces, spec.Linux.CgroupsPath)
+	l.pids = append(l.pids, v.Info.Pid)
+	l.cgroups = append(l.cgroups, v.Info.RuntimeSpec.Linux.CgroupsPath)
+}
+
+// check fails the test for a process (the ones noted, or any whose
+// arguments name one of the ids: a gofer serving its rootfs), a mount or a
+// cgroup left behind.
+func (l *leftovers) check(t *testing.T) {
+	t.Helper()
+	for _, pid := range l.pids {
+		if args := cmdline(pid); args != nil {
+			t.Errorf("pid %d left behind: %q", pid, args)
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		pid, _ := strconv.Atoi(filepath.Base(p))
+		line := strings.Join(cmdline(pid), " ")
+		for _, id := range l.ids {
+			if strings.Contains(line, id) {
+				t.Errorf("process %d left behind: %s", pid, line)
+			}
+		}
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, m := range strings.Split(string(mounts), "\n") {
+		for _, id := range l.ids {
+			if strings.Contains(m, id) {
+				t.Errorf("mount left behind: %s", m)
+			}
+		}
+	}
+	for _, cg := range l.cgroups {
+		if cg == "" || strings.Contains(cg, ":") {
+			continue // none, or a systemd slice:scope name
+		}
+		for _, hierarchy := range []string{"", "pids"} { // v2, or v1's pids
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", hierarchy, cg)); err == nil {
+				t.Errorf("cgroup %s left behind", filepath.Join(hierarchy, cg))
+			}
+		}
+	}
+}
+
+// cmdline is a process's arguments, nil once it is gone.
+func cmdline(pid int) []string {
+	b, err := os.ReadFile("/proc/" + itoa(pid) + "/cmdline")
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }

@@ -136,12 +136,19 @@ const (
 
 // Request is one control-socket call.
 type Request struct {
-	Op     string `json:"op"`               // one of the Op constants
-	Signal int    `json:"signal,omitempty"` // OpKill, OpSignal: signal number
-	All    bool   `json:"all,omitempty"`    // OpKill: every process of the container
+	Op string `json:"op"` // one of the Op constants
+	// Container, in a pod's sentry, names the pod's container a start,
+	// kill, exec or ps is for (one that OpCreate made); "" is the
+	// sandbox's own, the container the sentry was booted for.
+	Container string `json:"container,omitempty"`
+	Signal    int    `json:"signal,omitempty"` // OpKill, OpSignal: signal number
+	All       bool   `json:"all,omitempty"`    // OpKill: every process of the container
 	// Exec is what OpExec starts; its descriptors come with the request
 	// (SCM_RIGHTS, see Conn).
 	Exec *Exec `json:"exec,omitempty"`
+	// Create is the container OpCreate makes; its descriptors come with
+	// the request.
+	Create *Create `json:"create,omitempty"`
 	// Resources are OpUpdate's new limits.
 	Resources *specs.LinuxResources `json:"resources,omitempty"`
 	// File is a file operation's (files.go).
@@ -158,7 +165,15 @@ const (
 	// send OpSignal requests for it (no answer). A connection that closes
 	// before the process ends kills it, so that a killed `moat exec`
 	// leaves nothing running.
-	OpExec   = "exec"
+	OpExec = "exec"
+	// OpCreate makes another container of a pod in the running sandbox
+	// of the pod's sandbox container: a mount tree of its own from the
+	// gofer sockets the request brings, and its init, which runs on an
+	// OpStart naming it. The connection then serves that init as OpExec's
+	// serves its process: the pid, OpSignal requests, the exit status,
+	// and a connection that closes first ends every process of the
+	// container.
+	OpCreate = "create"
 	OpSignal = "signal"
 	OpPause  = "pause"
 	OpResume = "resume"
@@ -174,6 +189,19 @@ const (
 type Exec struct {
 	Process *specs.Process `json:"process"`
 	Stdio   int            `json:"stdio"`
+}
+
+// Create is a container for OpCreate. Its descriptors travel with the
+// request: Stdio of them as for Exec, then the gofer socket of its root
+// file system, then one per bind mount in Binds, in that order.
+type Create struct {
+	ID    string      `json:"id"`
+	Spec  *specs.Spec `json:"spec"`
+	Binds []Bind      `json:"binds,omitempty"`
+	// RootfsWrites is as in Setup; an overlay's upper layer stays in
+	// memory (a container of a pod has no spill file).
+	RootfsWrites string `json:"rootfsWrites,omitempty"`
+	Stdio        int    `json:"stdio"`
 }
 
 // Response answers a Setup (the sandbox is ready, or why not) or a Request.

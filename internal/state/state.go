@@ -34,6 +34,11 @@ type Container struct {
 	// Usernet is moat usernet, the host's side of a user-space network;
 	// zero for a sandbox without one.
 	Usernet Process `json:"usernet,omitzero"`
+	// Pod, for a container of a pod that runs in the sentry of the pod's
+	// sandbox container, is that container's id; Sentry is then the host
+	// process that stands for the container's init (`moat exec-wait`),
+	// and requests go to the pod's control socket naming this container.
+	Pod string `json:"pod,omitempty"`
 	// Cgroup is the sandbox's cgroup on the host, nil when it has none
 	// (a caller other than root may run a sandbox without).
 	Cgroup *cgroups.Cgroup `json:"cgroup,omitempty"`

@@ -50,6 +50,11 @@ type Sandbox struct {
 	// guest is done, as keep says (keep.go); nil if none is.
 	kept *vfs.Dentry
 	keep *control.Keep
+	// mf is the memory file, which a pod's other containers' trees
+	// keep their pages in too.
+	mf *memfile.File
+	// pod holds the pod's other containers (pod.go).
+	pod pod
 }
 
 // New builds the sandbox that setup describes, with the gofer on goferFD
@@ -111,7 +116,11 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any), confine fu
 	if err := setupNetwork(k, setup, log); err != nil {
 		return nil, err
 	}
-	root, err := buildTree(setup, gofer.NewClient(goferFD), mf, k, log)
+	binds := make([]*gofer.Client, len(setup.Binds))
+	for j := range binds {
+		binds[j] = gofer.NewClient(control.BootBindFD0 + j)
+	}
+	root, err := buildTree(setup, gofer.NewClient(goferFD), binds, mf, k, log)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +155,7 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any), confine fu
 	if err := k.CreateInit(init); err != nil {
 		return nil, err
 	}
-	return &Sandbox{Kernel: k, log: log, seccomp: filter, hostCPUs: hostCPUs, kept: kept, keep: setup.Keep}, nil
+	return &Sandbox{Kernel: k, log: log, seccomp: filter, hostCPUs: hostCPUs, kept: kept, keep: setup.Keep, mf: mf}, nil
 }
 
 // newPlatform starts the platform the CLI asked for over the memory file.
@@ -202,8 +211,9 @@ func readAuxv() (hostCPU, error) {
 // its order: devfs at /dev (with the type, source and flags of the
 // config's /dev mount, which it stands for; first, if there is none), bind mounts through their
 // gofer sockets, the file systems the sentry makes (mountFS), and proc,
-// k's. Other mount types are not supported yet and are logged.
-func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, k *kernel.Kernel, log func(string, ...any)) (vfs.Path, error) {
+// k's. Other mount types are not supported yet and are logged. c serves
+// the root file system, binds[j] the bind mount setup.Binds[j].
+func buildTree(setup *control.Setup, c *gofer.Client, binds []*gofer.Client, mf *memfile.File, k *kernel.Kernel, log func(string, ...any)) (vfs.Path, error) {
 	spec := setup.Spec
 	root, err := mountRoot(spec.Root.Readonly, setup.RootfsWrites, overlayMemory(setup.OverlayMemory, k.SandboxLimits().MemoryMax), c, mf)
 	if err != nil {
@@ -242,7 +252,7 @@ func buildTree(setup *control.Setup, c *gofer.Client, mf *memfile.File, k *kerne
 	for i, m := range spec.Mounts {
 		switch j, isBind := bindFD[i]; {
 		case isBind:
-			if err := mountBind(root, m, setup.Binds[j], gofer.NewClient(control.BootBindFD0+j), mf); err != nil {
+			if err := mountBind(root, m, setup.Binds[j], binds[j], mf); err != nil {
 				return vfs.Path{}, err
 			}
 		case path.Clean(m.Destination) == "/dev":

@@ -20,19 +20,28 @@ import (
 const resizePoll = 200 * time.Millisecond
 
 // serveExec runs the process of an OpExec request (`moat exec`) on conn,
-// which brought its descriptors: it answers with the pid, passes on the
-// signals the CLI sends, and answers again with the exit status. If conn
-// closes first, the process is killed: nothing outlives the `moat exec`
-// (or the process standing for it) that started it.
+// which brought its descriptors, in the container the request names, and
+// serves it there (attend). If conn closes first, the process is killed:
+// nothing outlives the `moat exec` (or the process standing for it) that
+// started it.
 func (s *Sandbox) serveExec(conn *control.Conn, req control.Request, files []*os.File) {
 	defer conn.Close()
-	p, con, err := s.startExec(req.Exec, files)
+	p, con, err := s.startExec(req, files)
 	if err != nil {
 		conn.Send(control.Response{Error: err.Error()})
 		return
 	}
+	attend(conn, p, con, p.Signal, func() { p.Signal(int(unix.SIGKILL)) }, nil)
+}
+
+// attend serves the connection of a process started from outside the
+// sandbox: it answers with the pid, passes the signals the CLI sends to
+// signal, and answers again with the exit status. When conn closes
+// before the process ends, gone must make it end. ended, if not nil,
+// runs once the process has ended, before its status goes out.
+func attend(conn *control.Conn, p *kernel.Process, con *devpts.Console, signal func(int), gone, ended func()) {
 	if err := conn.Send(control.Response{PID: int(p.PID())}); err != nil {
-		p.Signal(int(unix.SIGKILL))
+		gone()
 	}
 	if con != nil {
 		go func() {
@@ -48,9 +57,9 @@ func (s *Sandbox) serveExec(conn *control.Conn, req control.Request, files []*os
 			}
 		}()
 	}
-	gone := make(chan struct{})
+	closed := make(chan struct{})
 	go func() {
-		defer close(gone)
+		defer close(closed)
 		for {
 			var r control.Request
 			files, err := conn.Receive(&r)
@@ -61,15 +70,18 @@ func (s *Sandbox) serveExec(conn *control.Conn, req control.Request, files []*os
 				return
 			}
 			if r.Op == control.OpSignal {
-				p.Signal(r.Signal)
+				signal(r.Signal)
 			}
 		}
 	}()
 	select {
 	case <-p.Done():
-	case <-gone:
-		p.Signal(int(unix.SIGKILL))
+	case <-closed:
+		gone()
 		<-p.Done()
+	}
+	if ended != nil {
+		ended()
 	}
 	if con != nil {
 		con.Close() // the last output out, then the host terminal ends
@@ -78,14 +90,15 @@ func (s *Sandbox) serveExec(conn *control.Conn, req control.Request, files []*os
 	conn.Send(control.Response{PID: int(p.PID()), Exit: &code})
 }
 
-// startExec starts e's process with files as its descriptors; it owns
-// them whatever happens.
-func (s *Sandbox) startExec(e *control.Exec, files []*os.File) (*kernel.Process, *devpts.Console, error) {
+// startExec starts the process of req (an OpExec) with files as its
+// descriptors; it owns them whatever happens.
+func (s *Sandbox) startExec(req control.Request, files []*os.File) (*kernel.Process, *devpts.Console, error) {
 	defer func() {
 		for _, f := range files {
 			f.Close() // the sentry's files hold duplicates
 		}
 	}()
+	e := req.Exec
 	switch {
 	case e == nil || e.Process == nil:
 		return nil, nil, fmt.Errorf("exec: no process")
@@ -94,53 +107,25 @@ func (s *Sandbox) startExec(e *control.Exec, files []*os.File) (*kernel.Process,
 	case e.Stdio < 0 || e.Stdio > len(files) || e.Stdio > 3 || (e.Process.Terminal && e.Stdio != 1):
 		return nil, nil, fmt.Errorf("exec: %d descriptors for %d stdio", len(files), e.Stdio)
 	}
+	in, err := s.place(req.Container)
+	if err != nil {
+		return nil, nil, err
+	}
 	spec, err := initSpec(e.Process)
 	if err != nil {
 		return nil, nil, err
 	}
-	spec.Seccomp = s.seccomp
-	var con *devpts.Console
-	var opened []*vfs.File // one entry per reference held
-	fail := func(err error) (*kernel.Process, *devpts.Console, error) {
-		for _, f := range opened {
-			f.DecRef()
-		}
-		if con != nil {
-			con.Close()
-		}
+	spec.Seccomp, spec.Root, spec.Container = in.seccomp, in.root, in.container
+	con, err := attachFiles(&spec, in.root, e.Process.Terminal, files[:e.Stdio])
+	if err != nil {
 		return nil, nil, err
-	}
-	if e.Process.Terminal {
-		hostFD, err := unix.FcntlInt(files[0].Fd(), unix.F_DUPFD_CLOEXEC, 3)
-		if err != nil {
-			return fail(fmt.Errorf("exec: terminal: %w", err))
-		}
-		var f *vfs.File
-		con, f, err = newConsole(s.Kernel.Root, hostFD)
-		if err != nil {
-			return fail(err)
-		}
-		f.IncRef()
-		f.IncRef()
-		opened = append(opened, f, f, f) // a reference for each fd
-		spec.Stdio = [3]*vfs.File{f, f, f}
-		spec.Console = con.TTY()
-	} else {
-		for i := 0; i < e.Stdio; i++ {
-			f, err := hostFile(files[i])
-			if err != nil {
-				return fail(fmt.Errorf("exec: stdio fd %d: %w", i, err))
-			}
-			opened = append(opened, f)
-			spec.Stdio[i] = f
-		}
 	}
 	for _, hf := range files[e.Stdio:] {
 		f, err := hostFile(hf)
 		if err != nil {
-			return fail(fmt.Errorf("exec: preserved fd: %w", err))
+			releaseFiles(&spec, con)
+			return nil, nil, fmt.Errorf("exec: preserved fd: %w", err)
 		}
-		opened = append(opened, f)
 		spec.ExtraFiles = append(spec.ExtraFiles, f)
 	}
 	// StartProcess owns the references from here, whatever it answers.
@@ -155,6 +140,51 @@ func (s *Sandbox) startExec(e *control.Exec, files []*os.File) (*kernel.Process,
 		return nil, nil, err
 	}
 	return p, con, nil
+}
+
+// attachFiles makes stdio the process's fds 0, 1 and 2 (spec.Stdio), or,
+// with terminal, joins the one host terminal in stdio to a new pty of the
+// devpts at root's /dev/pts, whose console it returns. On error nothing
+// it made remains.
+func attachFiles(spec *kernel.InitSpec, root vfs.Path, terminal bool, stdio []*os.File) (*devpts.Console, error) {
+	if terminal {
+		hostFD, err := unix.FcntlInt(stdio[0].Fd(), unix.F_DUPFD_CLOEXEC, 3)
+		if err != nil {
+			return nil, fmt.Errorf("terminal: %w", err)
+		}
+		con, f, err := newConsole(root, hostFD)
+		if err != nil {
+			return nil, err
+		}
+		f.IncRef()
+		f.IncRef() // a reference for each fd
+		spec.Stdio = [3]*vfs.File{f, f, f}
+		spec.Console = con.TTY()
+		return con, nil
+	}
+	for i, hf := range stdio {
+		f, err := hostFile(hf)
+		if err != nil {
+			releaseFiles(spec, nil)
+			return nil, fmt.Errorf("stdio fd %d: %w", i, err)
+		}
+		spec.Stdio[i] = f
+	}
+	return nil, nil
+}
+
+// releaseFiles drops the references spec holds to its files, and closes
+// con, for a process that will not be made.
+func releaseFiles(spec *kernel.InitSpec, con *devpts.Console) {
+	for _, f := range append(spec.Stdio[:], spec.ExtraFiles...) {
+		if f != nil {
+			f.DecRef()
+		}
+	}
+	spec.Stdio, spec.ExtraFiles = [3]*vfs.File{}, nil
+	if con != nil {
+		con.Close()
+	}
 }
 
 // hostFile wraps a duplicate of a host descriptor as a guest file, with

@@ -18,12 +18,13 @@ type hostProcess interface{ HostPID() int }
 // /proc/PID/cmdline reads a page at a time.
 const maxCmdline = 4096
 
-// processes lists the guest's processes for `moat ps`.
-func (s *Sandbox) processes() []control.ProcessInfo {
+// processes lists the processes of one container of the sandbox (""
+// its own, else one of the pod's others) for `moat ps`.
+func (s *Sandbox) processes(container string) []control.ProcessInfo {
 	var out []control.ProcessInfo
 	for _, tg := range s.Kernel.ThreadGroups() {
 		t := tg.Leader()
-		if t == nil {
+		if t == nil || tg.Container() != container {
 			continue
 		}
 		c := t.Creds()

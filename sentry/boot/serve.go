@@ -60,6 +60,11 @@ func (s *Sandbox) handle(uc *net.UnixConn, execs *sync.WaitGroup) {
 		defer execs.Done()
 		s.serveExec(conn, req, files)
 		return
+	case control.OpCreate:
+		execs.Add(1)
+		defer execs.Done()
+		s.serveCreate(conn, req, files)
+		return
 	case control.OpRead, control.OpWrite:
 		s.serveFileIO(conn, req, files)
 		return
@@ -76,6 +81,9 @@ func (s *Sandbox) handle(uc *net.UnixConn, execs *sync.WaitGroup) {
 }
 
 func (s *Sandbox) do(req control.Request) (control.Response, error) {
+	if req.Container != "" {
+		return s.doMember(req)
+	}
 	switch req.Op {
 	case control.OpStart:
 		return control.Response{}, s.Kernel.Start()
@@ -88,7 +96,7 @@ func (s *Sandbox) do(req control.Request) (control.Response, error) {
 		s.Kernel.Thaw()
 		return control.Response{}, nil
 	case control.OpPs:
-		return control.Response{Processes: s.processes()}, nil
+		return control.Response{Processes: s.processes("")}, nil
 	case control.OpStats:
 		st := s.stats()
 		return control.Response{Stats: &st}, nil
@@ -98,6 +106,27 @@ func (s *Sandbox) do(req control.Request) (control.Response, error) {
 		return s.doFile(req)
 	}
 	return control.Response{}, fmt.Errorf("unknown control operation %q", req.Op)
+}
+
+// doMember serves a request for one of the pod's other containers. Its
+// stats are the pod's (the sentry accounts for the sandbox as a whole);
+// pause and update act on the whole sandbox, and are refused.
+func (s *Sandbox) doMember(req control.Request) (control.Response, error) {
+	if _, err := s.pod.get(req.Container); err != nil {
+		return control.Response{}, err
+	}
+	switch req.Op {
+	case control.OpStart:
+		return control.Response{}, s.startMember(req.Container)
+	case control.OpKill:
+		return control.Response{}, s.signalMember(req.Container, req.Signal, req.All)
+	case control.OpPs:
+		return control.Response{Processes: s.processes(req.Container)}, nil
+	case control.OpStats:
+		st := s.stats()
+		return control.Response{Stats: &st}, nil
+	}
+	return control.Response{}, fmt.Errorf("%s of a single container of a pod is not supported", req.Op)
 }
 
 // signal delivers a signal from outside the sandbox, as Linux does for a

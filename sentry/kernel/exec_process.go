@@ -3,6 +3,7 @@ package kernel
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -20,14 +21,28 @@ var ErrSandboxEnded = errors.New("the sandbox has ended")
 // kept here for whoever started it. The processes it leaves behind go to
 // init, as orphans in a pid namespace do.
 type Process struct {
-	tg   *ThreadGroup
-	done chan struct{}
+	tg      *ThreadGroup
+	done    chan struct{}
+	runOnce sync.Once
 }
 
 // StartProcess makes the process s describes and runs it at once. It
 // takes over the caller's references to the files of s, and releases them
 // if it fails.
 func (k *Kernel) StartProcess(s InitSpec) (*Process, error) {
+	p, err := k.CreateProcess(s)
+	if err != nil {
+		return nil, err
+	}
+	p.Run()
+	return p, nil
+}
+
+// CreateProcess is StartProcess without the start: the process has its
+// pid and is in the tree, loaded, but runs no code until Run (the init
+// of a pod's container, between `moat create` and `moat start`). Signals
+// sent meanwhile wait for it; a SIGKILL ends it as soon as it runs.
+func (k *Kernel) CreateProcess(s InitSpec) (*Process, error) {
 	tg, t, err := k.buildProcess(s)
 	if err != nil {
 		for _, f := range append(s.Stdio[:], s.ExtraFiles...) {
@@ -64,8 +79,12 @@ func (k *Kernel) StartProcess(s InitSpec) (*Process, error) {
 	tg.pid, t.tid = tid, tid
 	k.registerLocked(tg, s.Console)
 	k.treeMu.Unlock()
-	go t.run()
 	return p, nil
+}
+
+// Run starts the process CreateProcess made; later calls do nothing.
+func (p *Process) Run() {
+	p.runOnce.Do(func() { go p.tg.tasks[0].run() })
 }
 
 // PID is the process's id in the sandbox.
@@ -90,3 +109,34 @@ func (p *Process) Signal(sig int) {
 	}
 	p.tg.SendSignal(SigInfo{Signo: int32(sig), Code: linuxabi.SI_USER})
 }
+
+// SignalAsInit sends sig to the process from outside the sandbox as
+// Linux sends it to a pid namespace's init from the parent namespace:
+// SIGKILL always, another signal only if the process has a handler for
+// it. The init of a pod's container stands where its own pid
+// namespace's init would.
+func (p *Process) SignalAsInit(sig int) {
+	if sig != int(unix.SIGKILL) && !p.tg.handles(sig) {
+		return
+	}
+	p.Signal(sig)
+}
+
+// SignalContainer sends sig from outside the sandbox to every process of
+// the pod's container id (InitSpec.Container): `moat kill --all`, and
+// the end of a container, whose processes end with its init as those of
+// a pid namespace do.
+func (k *Kernel) SignalContainer(id string, sig int) {
+	if sig <= 0 || !ValidSignal(sig) {
+		return
+	}
+	for _, tg := range k.ThreadGroups() {
+		if tg.container == id {
+			tg.SendSignal(SigInfo{Signo: int32(sig), Code: linuxabi.SI_USER})
+		}
+	}
+}
+
+// Container is the pod's container the process belongs to, "" for the
+// sandbox's own.
+func (tg *ThreadGroup) Container() string { return tg.container }

@@ -50,6 +50,14 @@ type InitSpec struct {
 	// because the sandbox has pids of its own, and must end on the
 	// caller's Ctrl-C or SIGTERM as it would on the host.
 	PlainSignals bool
+	// Root, if set, is the process's root and mount tree instead of the
+	// kernel's: a container of a pod that is not the pod's sandbox has a
+	// tree of its own (CreateProcess).
+	Root vfs.Path
+	// Container names the container of a pod the process belongs to, ""
+	// for the sandbox's own; the processes it makes belong to it too
+	// (SignalContainer, ThreadGroup.Container).
+	Container string
 }
 
 // InitError is a problem with the init process's configuration, worded for
@@ -90,6 +98,9 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 		return nil, nil, &InitError{Msg: "process.args is empty"}
 	}
 	root := k.Root
+	if s.Root.Mount != nil {
+		root = s.Root
+	}
 	cwd, err := vfs.Resolver{Root: root, Start: root, Creds: vfs.KernelCreds}.Lookup(s.Cwd, true)
 	if err == nil && !cwd.Dentry.IsDir() {
 		err = unix.ENOTDIR
@@ -123,6 +134,7 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 	}
 
 	tg := newThreadGroup(k, 0, &SigHand{})
+	tg.container = s.Container
 	if s.Console != nil {
 		s.Console.k.Store(k)
 		tg.tty = s.Console

@@ -175,6 +175,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 		tg := newThreadGroup(k, tid, sighand)
 		tg.parent, tg.pgid, tg.sid, tg.exitSignal = parent, t.tg.pgid, t.tg.sid, exitSignal
 		tg.tty = t.tg.tty
+		tg.container = t.tg.container
 		tg.limits.setAll(t.tg.limits.all())
 		tg.oom.inherit(&t.tg.oom)
 		tg.pt.creator = t

@@ -269,10 +269,16 @@ func (k *Kernel) InitHandles(sig int) bool {
 	k.treeMu.Lock()
 	init := k.init
 	k.treeMu.Unlock()
-	if init == nil || !ValidSignal(sig) {
+	return init != nil && init.handles(sig)
+}
+
+// handles reports whether tg has a handler (not SIG_DFL or SIG_IGN) for
+// sig.
+func (tg *ThreadGroup) handles(sig int) bool {
+	if !ValidSignal(sig) {
 		return false
 	}
-	h := init.Action(sig).Handler
+	h := tg.Action(sig).Handler
 	return h != linuxabi.SIG_DFL && h != linuxabi.SIG_IGN
 }
 

@@ -34,6 +34,10 @@ type ThreadGroup struct {
 	// (exec_process.go), is closed when it ends: it has no parent to reap
 	// it, so it is reaped then.
 	outsideDone chan struct{}
+	// container is the pod's container the process belongs to
+	// (InitSpec.Container), "" for the sandbox's own; set before the
+	// process runs, and never changed.
+	container string
 
 	// Guarded by mu: tasks, signals, exit and stop state.
 	mu      sync.Mutex
