@@ -157,37 +157,87 @@ func TestSandboxKeepErrorsAreOneLineAndStatus125(t *testing.T) {
 }
 
 // A second run of a kept sandbox fails at once while one runs; the first,
-// ended by SIGTERM, still saves.
+// ended by SIGINT (^C without a terminal) or SIGTERM, still saves.
 func TestSandboxKeepIsOneRunAtATimeAndASignalledRunSaves(t *testing.T) {
 	for user, ids := range localUsers(t) {
-		t.Run(user, func(t *testing.T) {
-			e, other := newKeptEnv(t, ids[0], ids[1])
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			cmd := e.command(ctx, "--keep", "busy", "--", "sh", "-c", fmt.Sprintf("echo saved > %s/term && echo started && exec sleep 60", other))
-			stdout, err := cmd.StdoutPipe()
-			must(t, err)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			must(t, cmd.Start())
-			line := make([]byte, len("started\n"))
-			if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "started\n" {
-				cmd.Process.Kill()
-				t.Fatalf("first output %q, %v", line, err)
-			}
-			r := e.run("--keep", "busy", "--", "true")
-			if r.code != 125 || !strings.Contains(r.stderr, "in use") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-				t.Errorf("a second run while one runs: status %d, stderr %q; want 125, one line, in use", r.code, r.stderr)
-			}
-			must(t, cmd.Process.Signal(unix.SIGTERM))
-			cmd.Wait()
-			if got := cmd.ProcessState.ExitCode(); got != 128+int(unix.SIGTERM) || stderr.String() != "" {
-				t.Errorf("after SIGTERM: status %d, stderr %q; want %d and nothing", got, stderr.String(), 128+int(unix.SIGTERM))
-			}
-			r = e.run("--keep", "busy", "--", "cat", filepath.Join(other, "term"))
-			if r.code != 0 || r.stdout != "saved\n" {
-				t.Errorf("after the SIGTERM'd run: status %d, stdout %q, stderr %q; want what it wrote", r.code, r.stdout, r.stderr)
-			}
-		})
+		for _, sig := range []unix.Signal{unix.SIGINT, unix.SIGTERM} {
+			t.Run(fmt.Sprintf("%s/%v", user, sig), func(t *testing.T) {
+				e, other := newKeptEnv(t, ids[0], ids[1])
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				cmd := e.command(ctx, "--keep", "busy", "--", "sh", "-c", fmt.Sprintf("echo saved > %s/term && echo started && exec sleep 60", other))
+				stdout, err := cmd.StdoutPipe()
+				must(t, err)
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				must(t, cmd.Start())
+				line := make([]byte, len("started\n"))
+				if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "started\n" {
+					cmd.Process.Kill()
+					t.Fatalf("first output %q, %v", line, err)
+				}
+				r := e.run("--keep", "busy", "--", "true")
+				if r.code != 125 || !strings.Contains(r.stderr, "in use") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+					t.Errorf("a second run while one runs: status %d, stderr %q; want 125, one line, in use", r.code, r.stderr)
+				}
+				must(t, cmd.Process.Signal(sig))
+				cmd.Wait()
+				if got := cmd.ProcessState.ExitCode(); got != 128+int(sig) || stderr.String() != "" {
+					t.Errorf("after %v: status %d, stderr %q; want %d and nothing", sig, got, stderr.String(), 128+int(sig))
+				}
+				r = e.run("--keep", "busy", "--", "cat", filepath.Join(other, "term"))
+				if r.code != 0 || r.stdout != "saved\n" {
+					t.Errorf("after the run %v ended: status %d, stdout %q, stderr %q; want what it wrote", sig, r.code, r.stdout, r.stderr)
+				}
+			})
+		}
+	}
+}
+
+// sentryOf is the pid of the sentry (moat boot) that the moat CLI pid
+// started, its child.
+func sentryOf(t *testing.T, pid int) int {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	must(t, err)
+	for _, f := range strings.Fields(string(data)) {
+		var child int
+		fmt.Sscan(f, &child)
+		if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); err == nil && strings.HasPrefix(string(cmdline), "moat\x00boot") {
+			return child
+		}
+	}
+	t.Fatalf("no sentry among the children of %d: %q", pid, data)
+	return 0
+}
+
+// A run whose sentry dies saves nothing, says so, and leaves the
+// previous state as it was.
+func TestSandboxKeepOfARunWhoseSentryDiedIsThePreviousOne(t *testing.T) {
+	e, other := newKeptEnv(t, 0, 0)
+	if r := e.run("--keep", "d", "--", "sh", "-c", "echo one > "+other+"/first"); r.code != 0 {
+		t.Fatalf("first run: status %d, stderr %q", r.code, r.stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := e.command(ctx, "--keep", "d", "--", "sh", "-c", fmt.Sprintf("echo two > %s/second && echo started && exec sleep 60", other))
+	stdout, err := cmd.StdoutPipe()
+	must(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	must(t, cmd.Start())
+	line := make([]byte, len("started\n"))
+	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "started\n" {
+		cmd.Process.Kill()
+		t.Fatalf("first output %q, %v", line, err)
+	}
+	must(t, unix.Kill(sentryOf(t, cmd.Process.Pid), unix.SIGKILL))
+	cmd.Wait()
+	if !strings.Contains(stderr.String(), "--keep d: not saved") || !strings.Contains(stderr.String(), "the previous state stays") {
+		t.Errorf("a run whose sentry was killed: stderr %q; want it to say it was not saved", stderr.String())
+	}
+	r := e.run("--keep", "d", "--", "sh", "-c", fmt.Sprintf("cat %[1]s/first; test ! -e %[1]s/second && echo no second", other))
+	if r.stdout != "one\nno second\n" {
+		t.Errorf("after the killed run: stdout %q, stderr %q; want the first run's state alone", r.stdout, r.stderr)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -225,6 +226,9 @@ func runKept(g *globalOptions, p localPolicy, h localHost, name string, args []s
 	if !errors.As(err, &exit) && err != nil {
 		return err // the sandbox did not run: the state is as it was
 	}
+	// The command is over: a ^C now would only cut the commit short.
+	signal.Ignore(unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
+	defer signal.Reset(unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT)
 	if cerr := k.commit(); cerr != nil {
 		previous := "the previous state stays"
 		if k.load == nil {
