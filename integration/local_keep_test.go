@@ -241,3 +241,31 @@ func TestSandboxKeepOfARunWhoseSentryDiedIsThePreviousOne(t *testing.T) {
 		t.Errorf("after the killed run: stdout %q, stderr %q; want the first run's state alone", r.stdout, r.stderr)
 	}
 }
+
+// An agent's session: a module installed for the user (pip install
+// --user puts it in the user's site-packages, under the hidden $HOME) in
+// one call imports in the next.
+func TestSandboxKeepKeepsAUserInstalledPythonModule(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3 on this host")
+	}
+	for user, ids := range localUsers(t) {
+		t.Run(user, func(t *testing.T) {
+			e, _ := newKeptEnv(t, ids[0], ids[1])
+			install := `import os, site; d = site.getusersitepackages(); os.makedirs(d); open(os.path.join(d, "keptmod.py"), "w").write("X = 42\n")`
+			if r := e.run("--keep", "py", "--", "python3", "-c", install); r.code != 0 {
+				t.Fatalf("install: status %d, stderr %q", r.code, r.stderr)
+			}
+			r := e.run("--keep", "py", "--", "python3", "-c", "import keptmod; print(keptmod.X)")
+			if r.code != 0 || r.stdout != "42\n" {
+				t.Errorf("import in the next kept run: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			}
+			if r := e.run("--", "python3", "-c", "import keptmod"); r.code == 0 {
+				t.Errorf("a run without --keep imported the kept module")
+			}
+			if _, err := os.Stat(filepath.Join(e.home, ".local", "lib")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the module reached the host's home: %v", err)
+			}
+		})
+	}
+}

@@ -116,7 +116,12 @@ func TestAKeptSandboxIsTakenOnlyWholeAndByOneRunAtATime(t *testing.T) {
 
 func TestAKeptRunHidesHomeInTheOverlayUnlessAMountWouldCoverIt(t *testing.T) {
 	h := testHost(t)
-	h.home, h.cwd, h.keep = "/home/agent", "/home/agent/proj", true
+	home, err := os.MkdirTemp("/var/tmp", "moat-test-home-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	h.home, h.cwd, h.keep = home, filepath.Join(home, "proj"), true
 	spec, hidden, err := localSpec(localPolicy{}, h, []string{"true"}, false)
 	if err != nil {
 		t.Fatal(err)

@@ -247,8 +247,8 @@ func localMounts(p localPolicy, h localHost) ([]specs.Mount, []string, error) {
 	if err := add("--ro", mountBindRO, p.RO); err != nil {
 		return nil, nil, err
 	}
-	if homeHidden && h.keep && !underAMount(h.home, want[1:]) {
-		want[0].kind = mountHideKept
+	if _, err := os.Stat(h.home); homeHidden && h.keep && err == nil && !underAMount(h.home, want[1:]) {
+		want[0].kind = mountHideKept // a home that does not exist has nothing to hide
 	}
 	var hidden []string
 	if h.home != "" && h.home != "/" {
