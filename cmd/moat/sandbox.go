@@ -216,14 +216,6 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	// it holds it, a sentry that dies would never be noticed. (The
 	// deferred Closes then do nothing.)
 	sentrySetupEnd.Close()
-	if un != nil {
-		// Its start overlaps the sentry's boot; the sentry's first frames
-		// wait in the link until it reads them.
-		if err := un.start(g, sb.cgroup, sb.sentry.Process.Pid); err != nil {
-			return nil, err
-		}
-		sb.usernet = un.proc
-	}
 	setupConn, err := sendSetup(cliSetupEnd, setup)
 	if err != nil {
 		return nil, sb.sentryQuit(err)
@@ -237,6 +229,15 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 	// side sees the other's end close when it exits.
 	controlListener.Close()
 	gs.close()
+	if un != nil {
+		// Off the sentry's and the gofer's way: its start overlaps the
+		// sentry's boot, and the sentry's first frames wait in the link
+		// until it reads them.
+		if err := un.start(g, sb.cgroup, sb.sentry.Process.Pid); err != nil {
+			return nil, err
+		}
+		sb.usernet = un.proc
+	}
 	g.log.debugf("container %s: gofer pid %d, sentry pid %d", c.ID, sb.gofer.Process.Pid, sb.sentry.Process.Pid)
 
 	// Both are unreaped children: their pids cannot have been reused yet.
