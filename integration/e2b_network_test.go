@@ -32,8 +32,9 @@ import (
 // are not. A sandbox with allow_internet_access false reaches nothing
 // and comes from the pool; the one with a network is booted for its
 // request. Its moat usernet lives as long as its sentry: killing the
-// sentry with SIGKILL ends it, and once the server stops nothing is
-// left.
+// sentry with SIGKILL ends it. One with allow_internet_access true
+// reaches every name and address but the server on the host's
+// loopback. Once the server stops nothing is left.
 func TestE2BNetworkAllowOutReachesWhatItListsAndNothingElse(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: moat serve creates sandboxes")
@@ -148,6 +149,25 @@ func TestE2BNetworkAllowOutReachesWhatItListsAndNothingElse(t *testing.T) {
 	api.kill(open)
 	api.kill(closed)
 
+	// All of the network reaches every name and address, but not the
+	// server: its port on the host's loopback, by the gateway, is never
+	// dialled.
+	_, servePort, err := net.SplitHostPort(strings.TrimPrefix(url, "http://"))
+	must(t, err)
+	wide := api.create(`{"templateID":"base","timeout":300,"allow_internet_access":true}`)
+	got = exec(wide, fetch("other-port", "10.214.0.1", otherPort)+fetch("denied-name", "denied.test", port)+
+		fetch("the-server", usernetGateway, atoi(t, servePort)))
+	t.Logf("the sandbox with all of the network:\n%s", got)
+	for _, want := range []string{"from " + netContainerAddr + "\nother-port 0\n", "from " + netContainerAddr + "\ndenied-name 0\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("all of the network, yet not reached: want %q in\n%s", want, got)
+		}
+	}
+	if !failed(got, "the-server") {
+		t.Errorf("a sandbox with all of the network reached moat serve on the host's loopback:\n%s", got)
+	}
+	api.kill(wide)
+
 	stop()
 	serveLog := log()
 	t.Logf("moat serve's log:\n%s", serveLog)
@@ -223,6 +243,19 @@ func TestE2BSDKNetworkOptionsOnMoatServe(t *testing.T) {
 	stop()
 	t.Logf("moat serve's log:\n%s", log())
 	checkNothingLeft(t, state)
+}
+
+// usernetGateway is the user-space network's gateway, the host as the
+// guest sees it.
+const usernetGateway = "10.0.2.2"
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscan(s, &n); err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return n
 }
 
 // readRecord is a sandbox's state.json.
