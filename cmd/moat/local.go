@@ -287,6 +287,17 @@ func runLocal(g *globalOptions, p localPolicy, h localHost, args []string, k *ke
 			lg.keep.setup.Hide = append(lg.keep.setup.Hide, control.KeepDir{Path: d, Mode: 0o755, UID: uint32(h.uid), GID: uint32(h.gid)})
 		}
 	}
+	if p.Net || len(p.NetAllow) > 0 {
+		// create needs the host's resolver too, but would name the
+		// annotation moat sandbox wrote rather than the flag.
+		flag := "--net-allow"
+		if p.Net {
+			flag = "--net"
+		}
+		if _, err := hostResolver("/etc/resolv.conf"); err != nil {
+			return flagErr(flag, "%v", err)
+		}
+	}
 	if p.Net {
 		fmt.Fprintln(os.Stderr, "moat: sandbox: --net: the command may reach every address this machine can, as the caller")
 	}
