@@ -101,6 +101,7 @@ func (s *Server) apiMux() http.Handler {
 	mux.HandleFunc("POST /sandboxes/{id}/pause", s.notImplemented("pausing a sandbox"))
 	mux.HandleFunc("POST /sandboxes/{id}/resume", s.notImplemented("resuming a sandbox"))
 	mux.HandleFunc("GET /sandboxes/{id}/metrics", s.notImplemented("sandbox metrics"))
+	mux.HandleFunc("PUT /sandboxes/{id}/network", s.notImplemented("changing a running sandbox's network"))
 	mux.HandleFunc("GET /metrics", s.serveMetrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "%s %s: no such endpoint", r.Method, r.URL.Path)

@@ -89,6 +89,7 @@ func TestRequestsForAnUnknownSandboxGet404(t *testing.T) {
 		{"POST", "/sandboxes/nosuch/timeout", `{"timeout":30}`},
 		{"POST", "/v2/sandboxes/nosuch/connect", `{"timeout":30}`},
 		{"POST", "/sandboxes/nosuch/pause", ""},
+		{"PUT", "/sandboxes/nosuch/network", `{"allowOut":["1.1.1.1"]}`},
 	} {
 		code, body := call(t, s, c[0], c[1], "the-key", c[2])
 		if code != 404 || body["code"] != float64(404) {
@@ -259,6 +260,15 @@ func TestE2BNetworksMapOntoMoatsEgress(t *testing.T) {
 			(got.allow == nil) != (c.want.allow == nil) {
 			t.Errorf("allow_internet_access %v, network %s: %v %q, want %v", c.internet != nil && *c.internet, c.network, got, problem, c.want)
 		}
+	}
+}
+
+func TestChangingARunningSandboxsNetworkIs501(t *testing.T) {
+	s := newTestServer(t)
+	s.sandboxes.add(&sandbox{id: "sb1", token: "tok1", procs: map[uint32]*process{}})
+	code, body := call(t, s, "PUT", "/sandboxes/sb1/network", "the-key", `{"allowOut":["1.1.1.1"]}`)
+	if msg, _ := body["message"].(string); code != 501 || body["code"] != float64(501) || !strings.Contains(msg, "network") {
+		t.Errorf("got %d %v, want 501 in E2B's shape", code, body)
 	}
 }
 
