@@ -72,9 +72,10 @@ func TestPodContainersShareTheSandbox(t *testing.T) {
 		"server": podBundle(t, "pod", "in-server", "sh", "-c", "echo served > /tmp/f; while true; do nc -l -p 8123 < /tmp/f; done"),
 		"client": podBundle(t, "pod", "in-client", "sleep", "1000"),
 		"idle":   podBundle(t, "pod", "in-idle", "sleep", "1000"),
+		"shared": podBundle(t, "pod", "in-shared", "sleep", "1000"),
 	}
 	defer func() {
-		for _, id := range []string{"idle", "client", "server", "pod"} {
+		for _, id := range []string{"shared", "idle", "client", "server", "pod"} {
 			e.moatCmd("delete", "--force", id)
 		}
 		e.checkPodClean(bundles)
@@ -82,9 +83,16 @@ func TestPodContainersShareTheSandbox(t *testing.T) {
 	ok("create", "--bundle", bundles["pod"], "pod")
 	ok("start", "pod")
 	podPID := e.waitStatus("pod", specs.StateRunning).Pid
-	for _, id := range []string{"server", "client", "idle"} {
+	// shared joins the pod's pid namespace, as a CRI pod that shares
+	// one names it.
+	spec, err := ocirun.ReadSpec(bundles["shared"])
+	must(t, err)
+	spec.Linux = &specs.Linux{Namespaces: []specs.LinuxNamespace{{Type: specs.PIDNamespace, Path: fmt.Sprintf("/proc/%d/ns/pid", podPID)}}}
+	must(t, ocirun.WriteSpec(bundles["shared"], spec))
+	for _, id := range []string{"server", "client", "idle", "shared"} {
 		ok("create", "--bundle", bundles[id], id)
 	}
+	ok("start", "shared")
 	for _, id := range []string{"server", "client"} {
 		ok("start", id)
 		if st := e.waitStatus(id, specs.StateRunning); st.Pid == podPID || st.Pid == 0 {
@@ -143,6 +151,13 @@ func TestPodContainersShareTheSandbox(t *testing.T) {
 	if st := e.state("server"); st.Status != specs.StateRunning {
 		t.Errorf("server after SIGTERM: %s, want running", st.Status)
 	}
+	// Sharing the pod's pid namespace, an init is none: SIGTERM ends it.
+	e.waitStatus("shared", specs.StateRunning)
+	ok("kill", "shared", "TERM")
+	if st := e.waitStatus("shared", specs.StateStopped); st.Status != specs.StateStopped {
+		t.Errorf("a container in its pod's pid namespace after SIGTERM: %s, want stopped", st.Status)
+	}
+	ok("delete", "shared")
 	ok("kill", "server", "KILL")
 	if st := e.waitStatus("server", specs.StateStopped); st.Status != specs.StateStopped {
 		t.Errorf("server after SIGKILL: %s, want stopped", st.Status)

@@ -178,11 +178,12 @@ func TestCRIPod(t *testing.T) {
 			// after each connection.
 			reach := "i=0; until nc 127.0.0.1 " + port + " </dev/null; do i=$((i+1)); [ $i -gt 100 ] && break; sleep 0.1; done"
 			commands := map[string]string{
-				"one": "echo one; while true; do echo served | nc -l -p " + port + "; done",
-				"two": "echo two; " + reach + "; exec sleep 1000",
+				"one":   "echo one; while true; do echo served | nc -l -p " + port + "; done",
+				"two":   "echo two; " + reach + "; exec sleep 1000",
+				"three": "echo three; exit 7",
 			}
 			var ids []string
-			for _, name := range []string{"one", "two"} {
+			for _, name := range []string{"one", "two", "three"} {
 				c := writeJSON("c-"+name+"-"+rt.name+".json", map[string]any{
 					"metadata": map[string]any{"name": name},
 					"image":    map[string]any{"image": image},
@@ -217,14 +218,22 @@ func TestCRIPod(t *testing.T) {
 			out = append(out, strings.TrimSpace(r.stdout)+"|"+execStatus(r))
 			r = cri(t, "exec", ids[1], "sh", "-c", reach)
 			out = append(out, strings.TrimSpace(r.stdout))
+			// An init's exit status is the container's.
+			waitFor(t, func() bool { return containerState(t, ok(t, "inspect", ids[2])).State == "CONTAINER_EXITED" })
+			out = append(out, itoa(containerState(t, ok(t, "inspect", ids[2])).ExitCode))
 			states := ok(t, "ps", "--pod", podID, "-o", "json")
 			out = append(out, itoa(strings.Count(states, "CONTAINER_RUNNING")))
 			out = append(out, boolStr(cri(t, "stats", ids[0]).code == 0))
+			// One container stopped, its pod's others still running: in
+			// a pod that shares its pid namespace, the shell takes SIGTERM.
+			ok(t, "stop", "--timeout", "5", ids[0])
+			out = append(out, itoa(containerState(t, ok(t, "inspect", ids[0])).ExitCode))
+			out = append(out, containerState(t, ok(t, "inspect", ids[1])).State)
 			ok(t, "stopp", podID)
 			ok(t, "rmp", podID)
 			out = append(out, itoa(len(strings.Fields(ok(t, "pods", "-q")))))
 			got[rt.name] = strings.Join(out, "|")
-			if want := "one|two served|in|3|served|2|true|0"; got[rt.name] != want {
+			if want := "one|two served|in|3|served|7|2|true|143|CONTAINER_RUNNING|0"; got[rt.name] != want {
 				t.Errorf("%s: %q, want %q", rt.name, got[rt.name], want)
 			}
 			left.check(t)
@@ -251,6 +260,23 @@ func execStatus(r result) string {
 		return "crictl " + itoa(r.code)
 	}
 	return f[0]
+}
+
+// criState is a container's state as `crictl inspect` reports it.
+type criState struct {
+	State    string `json:"state"`
+	ExitCode int    `json:"exitCode"`
+}
+
+func containerState(t *testing.T, inspect string) criState {
+	t.Helper()
+	var v struct {
+		Status criState `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(inspect), &v); err != nil {
+		t.Fatalf("inspect: %v: %s", err, inspect)
+	}
+	return v.Status
 }
 
 // freePort is a TCP port on 127.0.0.1 that nothing listens on now.

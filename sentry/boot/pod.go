@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/gofer"
@@ -36,6 +37,11 @@ type member struct {
 	root    vfs.Path
 	seccomp []seccomp.Insn
 	init    *kernel.Process
+	// sharedPids: the config joins its pod's pid namespace (a pid
+	// namespace entry with a path), so its init is no namespace's init
+	// and takes signals from outside as any process does. Without it the
+	// init stands for its own pid namespace's.
+	sharedPids bool
 	// gofers serve its tree; they are closed when it goes, and the gofer
 	// process then lets go of everything it held for it.
 	gofers []*gofer.Client
@@ -113,7 +119,7 @@ func (s *Sandbox) serveCreate(conn *control.Conn, req control.Request, files []*
 	}
 	defer s.pod.remove(m)
 	killAll := func() { s.Kernel.SignalContainer(m.id, int(unix.SIGKILL)) }
-	attend(conn, m.init, con, m.init.SignalAsInit, func() {
+	attend(conn, m.init, con, m.signalInit, func() {
 		killAll()
 		m.init.Signal(int(unix.SIGKILL))
 		m.init.Run() // one never started ends at once
@@ -142,7 +148,7 @@ func (s *Sandbox) createMember(c *control.Create, files []*os.File) (_ *member, 
 	if _, err := s.pod.get(c.ID); err == nil {
 		return nil, nil, fmt.Errorf("container %s is in this pod already", c.ID)
 	}
-	m := &member{id: c.ID}
+	m := &member{id: c.ID, sharedPids: joinsPidNamespace(c.Spec.Linux)}
 	defer func() {
 		if err != nil {
 			for _, g := range m.gofers {
@@ -210,11 +216,10 @@ func (s *Sandbox) startMember(id string) error {
 	return nil
 }
 
-// signalMember delivers a signal from outside to container id as Linux
-// does to a pid namespace's processes from its parent: SIGKILL ends
-// every process of it, as its init's death would; another signal
-// reaches its init only if the init handles it, or every process with
-// all.
+// signalMember delivers a signal from outside to container id: SIGKILL
+// ends every process of it, as its init's death would (and as runc kills
+// a container's cgroup); another signal reaches its init (signalInit),
+// or every process with all.
 func (s *Sandbox) signalMember(id string, sig int, all bool) error {
 	m, err := s.pod.get(id)
 	switch {
@@ -229,7 +234,32 @@ func (s *Sandbox) signalMember(id string, sig int, all bool) error {
 	case all:
 		s.Kernel.SignalContainer(id, sig)
 	default:
-		m.init.SignalAsInit(sig)
+		m.signalInit(sig)
 	}
 	return nil
+}
+
+// signalInit sends sig from outside to the container's init: as to a
+// pid namespace's init (only if handled, SIGKILL always) unless the
+// container shares its pod's pid namespace.
+func (m *member) signalInit(sig int) {
+	if m.sharedPids {
+		m.init.Signal(sig)
+		return
+	}
+	m.init.SignalAsInit(sig)
+}
+
+// joinsPidNamespace reports whether the config names a pid namespace to
+// join (the pod's, when the pod shares one among its containers).
+func joinsPidNamespace(l *specs.Linux) bool {
+	if l == nil {
+		return false
+	}
+	for _, ns := range l.Namespaces {
+		if ns.Type == specs.PIDNamespace && ns.Path != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -66,3 +66,20 @@ func TestACreateWithoutItsDescriptorsIsRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestJoinsPidNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		linux *specs.Linux
+		want  bool
+	}{
+		{"no linux", nil, false},
+		{"a pid namespace of its own", &specs.Linux{Namespaces: []specs.LinuxNamespace{{Type: specs.PIDNamespace}}}, false},
+		{"the pod's pid namespace", &specs.Linux{Namespaces: []specs.LinuxNamespace{{Type: specs.PIDNamespace, Path: "/proc/7/ns/pid"}}}, true},
+		{"the pod's network alone", &specs.Linux{Namespaces: []specs.LinuxNamespace{{Type: specs.NetworkNamespace, Path: "/proc/7/ns/net"}}}, false},
+	} {
+		if got := joinsPidNamespace(tc.linux); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
