@@ -431,13 +431,26 @@ func (c *threadContext) guestTime(resumed uint64) time.Duration {
 	return ticksToDuration(to - from)
 }
 
-// Running implements platform.Context.
+// Running implements platform.Context. It counts as guestTime will, from
+// the stub's own marks, so that the wait for a stub to wake (long on a
+// loaded host) is not counted as the guest's: nothing before the stub
+// resumed the guest, and once it has trapped, up to the trap.
 func (c *threadContext) Running() time.Duration {
 	since := c.runningSince.Load()
-	if now := rdtsc(); since != 0 && now > since {
-		return ticksToDuration(now - since)
+	if since == 0 {
+		return 0
 	}
-	return 0
+	ctl := c.stub.p.ctl
+	from := atomic.LoadUint64(ctl.u64(c.unit + tsResumeTSC))
+	to := atomic.LoadUint64(ctl.u64(c.unit + tsTrapTSC))
+	switch now := rdtsc(); {
+	case from < since || from > now:
+		return 0
+	case to >= from && to <= now:
+		return ticksToDuration(to - from)
+	default:
+		return ticksToDuration(now - from)
+	}
 }
 
 // Release implements platform.Context: the thread is resumed at the stub's

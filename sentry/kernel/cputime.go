@@ -17,12 +17,29 @@ func (t *Task) addCPUTime(user, sys time.Duration) {
 // CPUTime returns the task's user and system time so far, counting guest
 // code it is running now. Another task calls it with t's process's mu held
 // (exec changes t.ctx under it).
+//
+// A CPU clock never goes back, yet the two parts of a reading do not
+// always add up to what the platform reports later: a thread's running
+// guest code is an estimate until its event is counted, and between the
+// end of its Switch and addCPUTime it is in neither part. So a reading is
+// never less than one returned before it; the thread's later events catch
+// up with it.
 func (t *Task) CPUTime() (user, sys time.Duration) {
-	user, sys = time.Duration(t.userTime.Load()), time.Duration(t.sysTime.Load())
+	u := t.userTime.Load()
 	if t.ctx != nil {
-		user += t.ctx.Running()
+		u += int64(t.ctx.Running())
 	}
-	return user, sys
+	for {
+		shown := t.userShown.Load()
+		if u <= shown {
+			u = shown
+			break
+		}
+		if t.userShown.CompareAndSwap(shown, u) {
+			break
+		}
+	}
+	return time.Duration(u), time.Duration(t.sysTime.Load())
 }
 
 // CPUTime returns the process's user and system time so far.

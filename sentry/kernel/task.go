@@ -66,8 +66,10 @@ type Task struct {
 	ipcns   *ipc.Namespace
 	utsns   *UTSNamespace
 	semUndo *ipc.UndoList
-	// userTime and sysTime are the task's CPU time in ns (cputime.go).
+	// userTime and sysTime are the task's CPU time in ns (cputime.go);
+	// userShown is the most user time a reading of it has returned.
 	userTime, sysTime atomic.Int64
+	userShown         atomic.Int64
 	// vforkDone is closed when this task, a vfork child, execs or exits.
 	vforkDone chan struct{}
 	// pt is the task's ptrace state, as tracee and tracer (ptrace.go).
