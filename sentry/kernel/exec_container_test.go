@@ -67,12 +67,13 @@ func TestACreatedProcessKilledBeforeRunEndsWithoutRunning(t *testing.T) {
 func TestAContainersProcessesShareItsNameAndItsSignals(t *testing.T) {
 	s := newSandbox(t)
 	var childPID atomic.Int64
-	childUp := make(chan struct{})
+	childUp, pidKnown := make(chan struct{}), make(chan struct{})
 	s.AddProgram("/bin/ctr", func(g *fake.Guest) {
 		childPID.Store(int64(fork(t, g, func(g *fake.Guest) {
 			close(childUp)
 			g.Call(unix.SYS_PAUSE)
 		})))
+		close(pidKnown) // the child may run before fork returns here
 		for {
 			g.Call(unix.SYS_PAUSE)
 		}
@@ -90,8 +91,12 @@ func TestAContainersProcessesShareItsNameAndItsSignals(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-childUp
+	<-pidKnown
 	child := s.Kernel.ThreadGroupByPID(int32(childPID.Load()))
-	if child == nil || child.Container() != "app" {
+	if child == nil {
+		t.Fatalf("no process has the child's pid %d", childPID.Load())
+	}
+	if child.Container() != "app" {
 		t.Fatalf("the child of the container's init is in container %q, want app", child.Container())
 	}
 	if tg := s.Kernel.ThreadGroupByPID(other.PID()); tg.Container() != "" {
