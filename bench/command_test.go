@@ -10,7 +10,7 @@ import (
 
 func TestACommandRuntimeRunsTheWallWorkloadsAlone(t *testing.T) {
 	for _, w := range Workloads {
-		if w.Kind == Serve {
+		if w.Kind == Serve || w.Kind == Density {
 			continue
 		}
 		if got, want := runsWorkload(KindCommand, false, w.Kind), w.Kind == Wall; got != want {
@@ -18,6 +18,14 @@ func TestACommandRuntimeRunsTheWallWorkloadsAlone(t *testing.T) {
 		}
 		if !runsWorkload(KindOCI, false, w.Kind) || !runsWorkload(KindNative, false, w.Kind) {
 			t.Errorf("an oci or native runtime does not run %s", w.Name)
+		}
+	}
+}
+
+func TestDensityRunsUnderOCIRuntimesAlone(t *testing.T) {
+	for _, kind := range []string{KindNative, KindCommand, KindOCI} {
+		if got, want := runsWorkload(kind, false, Density), kind == KindOCI; got != want {
+			t.Errorf("a %s runtime runs the density workload: %v, want %v", kind, got, want)
 		}
 	}
 }

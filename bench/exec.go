@@ -25,12 +25,8 @@ func (in *instance) exec(ctx context.Context, id string, spec *specs.Spec, argv 
 		return 0, err
 	}
 	defer in.forceDelete(id)
-	if err := in.oci.Create(in.bundle, id, out.Stdio()); err != nil {
+	if _, err := in.createStart(ctx, id, out); err != nil {
 		return 0, err
-	}
-	start := ocirun.Run(ctx, in.oci.Command("start", id), out.Stdio(), ocirun.Limits{Timeout: ocirun.CommandTimeout})
-	if err := start.Err(); err != nil || start.StartErr != nil {
-		return 0, fmt.Errorf("start: %v%v%s", err, start.StartErr, tail(out.Stderr))
 	}
 	x := ocirun.Run(ctx, in.oci.Command(append([]string{"exec", id}, argv...)...), out.Stdio(), ocirun.Limits{Timeout: timeout})
 	if x.StartErr != nil {
@@ -43,4 +39,18 @@ func (in *instance) exec(ctx context.Context, id string, spec *specs.Spec, argv 
 		return 0, fmt.Errorf("exec: %v%s", err, tail(out.Stderr))
 	}
 	return x.Took, nil
+}
+
+// createStart creates and starts container id from the instance's bundle
+// and returns how long the two took.
+func (in *instance) createStart(ctx context.Context, id string, out *ocirun.Output) (time.Duration, error) {
+	t0 := time.Now()
+	if err := in.oci.Create(in.bundle, id, out.Stdio()); err != nil {
+		return 0, err
+	}
+	start := ocirun.Run(ctx, in.oci.Command("start", id), out.Stdio(), ocirun.Limits{Timeout: ocirun.CommandTimeout})
+	if err := start.Err(); err != nil || start.StartErr != nil {
+		return 0, fmt.Errorf("start: %v%v%s", err, start.StartErr, tail(out.Stderr))
+	}
+	return time.Since(t0), nil
 }

@@ -59,8 +59,12 @@ func writeMarkdown(w io.Writer, rep *Report, chart string) {
 			fmt.Fprintf(w, "\n%s: %s.\n\n", capitalize(wr.Status), wr.Reason)
 			continue
 		}
-		if wr.Kind == Serve {
+		switch wr.Kind {
+		case Serve:
 			writeServeMarkdown(w, rep, wr)
+			continue
+		case Density:
+			writeDensityMarkdown(w, rep, wr)
 			continue
 		}
 		fmt.Fprintf(w, "The container runs %s; %d runs per runtime; unit: %s.\n\n", code(strings.Join(wr.Argv, " ")), wr.Runs, wr.Unit)

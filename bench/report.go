@@ -73,6 +73,9 @@ type Result struct {
 	// Cells are a serve workload's figures, one per ServeCells entry;
 	// such a result has no Samples or Summary of its own.
 	Cells []CellResult `json:"cells,omitempty"`
+	// Density is a density workload's figures, one cell per number of
+	// sandboxes.
+	Density []DensityCell `json:"density,omitempty"`
 }
 
 // WriteJSON writes rep to path.

@@ -34,7 +34,10 @@ type Config struct {
 	Busybox    string        // the static busybox of the default rootfs
 	Rootfs     string        // a rootfs to copy instead of busybox; "" for busybox
 	Load       int           // busy processes beside the second, loaded pass of each Loaded workload; 0 for none (load.go)
-	Progress   Progress
+	// DensityCounts are the numbers of sandboxes a Density workload starts
+	// at once; empty for DefaultDensityCounts.
+	DensityCounts []int
+	Progress      Progress
 	// Reproduce, if set, returns the command that measures the figure of
 	// runtime on workload again; it goes into the reports.
 	Reproduce func(runtime, workload string) string
@@ -93,8 +96,11 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	cfg.Progress.Start(total)
 	for i, w := range cfg.Workloads {
 		measure := s.measure
-		if w.Kind == Serve {
+		switch w.Kind {
+		case Serve:
 			measure = s.measureServe
+		case Density:
+			measure = s.measureDensity
 		}
 		wr, err := measure(ctx, w, plans[i], rep.Runtimes)
 		if err != nil {
@@ -128,6 +134,8 @@ func (s *session) plan(w Workload) (plan, error) {
 			p.runs = DefaultMicroRuns
 		case Serve:
 			p.runs = DefaultServeCreates
+		case Density:
+			p.runs = 1 // each number of sandboxes is one cell, measured once
 		default:
 			p.runs = DefaultWallRuns
 		}
@@ -141,8 +149,12 @@ func (s *session) plan(w Workload) (plan, error) {
 			p.active = append(p.active, i)
 		}
 	}
-	if w.Kind == Serve {
+	switch w.Kind {
+	case Serve:
 		p.steps = serveSchedule(len(p.active))
+		return p, nil
+	case Density:
+		p.steps = densitySchedule(len(p.active), s.densityCounts())
 		return p, nil
 	}
 	p.steps = Schedule(len(p.active), p.runs)
@@ -300,11 +312,14 @@ func (s *session) once(ctx context.Context, in *instance, w Workload, spec *spec
 // runsWorkload reports whether a runtime of kind rt, which serves E2B's
 // API or not, runs workloads of kind w: a command runtime runs the host's
 // programs on the host's root, not the bundle's workload programs and
-// mounts; a serve workload needs moat serve.
+// mounts; a serve workload needs moat serve; a density workload starts
+// sandboxes through the OCI CLI.
 func runsWorkload(rt string, serves bool, w Kind) bool {
 	switch {
 	case w == Serve:
 		return serves
+	case w == Density:
+		return rt == KindOCI
 	case rt == KindCommand:
 		return w == Wall
 	default:
@@ -314,8 +329,11 @@ func runsWorkload(rt string, serves bool, w Kind) bool {
 
 // notRunReason says why runsWorkload is false for a runtime of kind rt.
 func notRunReason(rt string, w Kind) string {
-	if w == Serve {
+	switch w {
+	case Serve:
 		return "it serves no E2B API (serves in the runtime list)"
+	case Density:
+		return "density starts sandboxes through an OCI runtime's create and start"
 	}
 	return "a command runtime runs the whole-run (wall) workloads alone"
 }

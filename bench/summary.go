@@ -19,8 +19,12 @@ func WriteSummary(w io.Writer, rep *Report) error {
 			fmt.Fprintf(w, "  %s: %s\n", wr.Status, wr.Reason)
 			continue
 		}
-		if wr.Kind == Serve {
+		switch wr.Kind {
+		case Serve:
 			writeServeSummary(w, rep, wr)
+			continue
+		case Density:
+			writeDensitySummary(w, rep, wr)
 			continue
 		}
 		fmt.Fprintf(w, "  %-12s %10s %10s %10s\n", "", "median", "min", "max")

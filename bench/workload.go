@@ -28,6 +28,9 @@ const (
 	// Serve workloads measure moat serve over E2B's API (serve.go), under
 	// the runtimes that serve it alone.
 	Serve Kind = "serve"
+	// Density workloads start idle sandboxes side by side and measure
+	// what each costs the host (density.go), under OCI runtimes alone.
+	Density Kind = "density"
 )
 
 // Hold is what an Exec workload's container runs meanwhile.
@@ -122,6 +125,12 @@ var Workloads = []Workload{
 			"in bursts of 1, 10 and 50 at once, from a warm pool and booted cold",
 		// What the sandbox's init runs (internal/e2b).
 		Needs: []string{"/bin/sleep"},
+	},
+	{
+		Name: "density", Kind: Density, Unit: "MiB",
+		What: "idle sandboxes side by side, each running sleep, started one after another: each one's host memory " +
+			"(the PSS of all its host processes, and its memory cgroup's usage) and its create+start time with the others running",
+		Argv: Hold, Needs: []string{"/bin/sleep"},
 	},
 }
 

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,13 +43,14 @@ type options struct {
 	runtimesFile           string
 	binDir, busybox        string
 	rootfs                 string
+	densityCounts          string
 	jsonOut, mdOut, svgOut string
 	list                   bool
 }
 
 // figureFlags are the flags that change a figure, and so belong in the
 // command that reproduces it.
-var figureFlags = []string{"runs", "iterations", "budget", "baseline", "runtimes-file", "bin-dir", "busybox", "rootfs", "load"}
+var figureFlags = []string{"runs", "iterations", "budget", "baseline", "runtimes-file", "bin-dir", "busybox", "rootfs", "load", "density-counts"}
 
 func main() {
 	os.Exit(run(os.Args))
@@ -69,6 +71,7 @@ func run(args []string) int {
 	fs.StringVar(&o.binDir, "bin-dir", defaultBinDir(), "the directory $BIN stands for in the runtime list")
 	fs.StringVar(&o.busybox, "busybox", "/usr/bin/busybox", "the static busybox the rootfs is made of")
 	fs.StringVar(&o.rootfs, "rootfs", "", "a rootfs directory to copy instead of the busybox one (workloads run only if it has what they need)")
+	fs.StringVar(&o.densityCounts, "density-counts", "", fmt.Sprintf("comma-separated numbers of idle sandboxes the density workload starts side by side (default %s)", joinInts(bench.DefaultDensityCounts)))
 	fs.StringVar(&o.jsonOut, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&o.mdOut, "markdown", "", "write the results as Markdown to this file")
 	fs.StringVar(&o.svgOut, "svg", "", "write a chart of the ratios as SVG to this file")
@@ -142,11 +145,37 @@ func (o options) config() (bench.Config, error) {
 	if o.runs < 0 || o.iterations < 0 || o.load < 0 || o.budget < time.Millisecond || o.timeout <= 0 {
 		return bench.Config{}, errors.New("--runs, --iterations and --load must not be negative, --budget at least 1ms, --timeout positive")
 	}
+	counts, err := parseCounts(o.densityCounts)
+	if err != nil {
+		return bench.Config{}, err
+	}
 	return bench.Config{
 		Runtimes: runtimes, Workloads: workloads, Baseline: o.baseline,
 		Runs: o.runs, Iterations: o.iterations, Budget: o.budget, Timeout: o.timeout, Load: o.load,
-		BinDir: o.binDir, Busybox: o.busybox, Rootfs: o.rootfs,
+		BinDir: o.binDir, Busybox: o.busybox, Rootfs: o.rootfs, DensityCounts: counts,
 	}, nil
+}
+
+// parseCounts reads --density-counts: positive numbers, comma-separated;
+// nil for none given.
+func parseCounts(s string) ([]int, error) {
+	var counts []int
+	for _, f := range splitList(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--density-counts: %q is not a positive number of sandboxes", f)
+		}
+		counts = append(counts, n)
+	}
+	return counts, nil
+}
+
+func joinInts(ns []int) string {
+	var s []string
+	for _, n := range ns {
+		s = append(s, strconv.Itoa(n))
+	}
+	return strings.Join(s, ",")
 }
 
 func splitList(s string) []string {

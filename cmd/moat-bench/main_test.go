@@ -133,3 +133,18 @@ func TestReproducer(t *testing.T) {
 		t.Errorf("reproduce(runc) = %q, want %q", got, want)
 	}
 }
+
+func TestDensityCountsArePositiveNumbers(t *testing.T) {
+	got, err := parseCounts("1, 10,50")
+	if err != nil || fmt.Sprint(got) != "[1 10 50]" {
+		t.Errorf("parseCounts(1, 10,50) = %v, %v", got, err)
+	}
+	if got, err := parseCounts(""); err != nil || got != nil {
+		t.Errorf("parseCounts of nothing = %v, %v; want nil for the default", got, err)
+	}
+	for _, bad := range []string{"0", "-1", "ten", "1,,x"} {
+		if _, err := parseCounts(bad); err == nil || !strings.Contains(err.Error(), "--density-counts") {
+			t.Errorf("parseCounts(%q): %v, want an error naming the flag", bad, err)
+		}
+	}
+}
