@@ -59,14 +59,19 @@ func (s *session) find(ctx context.Context, rt Runtime) (RuntimeInfo, *instance,
 
 // displayPath shortens a path below the working directory to a relative one,
 // so that a report made by `make bench` names bin/runsc, not the checkout's
-// location on the machine that made it.
+// location on the machine that made it. A file in the directory itself
+// keeps a "./", so that it is still a path, not a name to look up in $PATH.
 func displayPath(path string) string {
 	wd, err := os.Getwd()
 	if err != nil {
 		return path
 	}
-	if rel, err := filepath.Rel(wd, path); err == nil && filepath.IsLocal(rel) {
-		return rel
+	rel, err := filepath.Rel(wd, path)
+	switch {
+	case err != nil || !filepath.IsLocal(rel):
+		return path
+	case !strings.ContainsRune(rel, filepath.Separator):
+		return "." + string(filepath.Separator) + rel
 	}
-	return path
+	return rel
 }
