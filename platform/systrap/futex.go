@@ -97,9 +97,10 @@ func calibrateSpin() {
 // Waiting for a guest thread, the first maxLongSpinners waiters spin for
 // longSpinTime, the others for guestSpinTime. A guest computes between two
 // system calls for tens to hundreds of microseconds (docs/SPECIFICATION.md),
-// and a futex wake-up costs about as much, paid at every call. One long spinner per two CPUs keeps one thread's hand-offs
-// fast and bounds the CPU spent on spinning; its yields give the CPU to any
-// other runnable thread.
+// and a futex wake-up costs about as much, paid at every call. One long
+// spinner per two CPUs keeps one thread's hand-offs fast and bounds the CPU
+// spent on spinning; its yields give the CPU to any other runnable thread.
+// Only a long spinner's stub spins for its resume (Switch).
 var (
 	maxLongSpinners = int32(max(runtime.NumCPU()/2, 1))
 	longSpinners    atomic.Int32 // sentry threads now waiting for a guest thread
