@@ -91,7 +91,8 @@ func EpollCtl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // EpollWait implements Linux syscall epoll_wait(2).
 func EpollWait(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return epollWait(t, a.Int(0), a.Ptr(1), int(a.Int(2)), msDeadline(a.Int(3)))
+	var d time.Time
+	return epollWait(t, a.Int(0), a.Ptr(1), int(a.Int(2)), msDeadline(a.Int(3), &d))
 }
 
 // EpollPwait implements Linux syscall epoll_pwait(2).
@@ -99,7 +100,8 @@ func EpollPwait(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err := tempMask(t, a.Ptr(4), a[5]); err != nil {
 		return 0, err
 	}
-	n, err := epollWait(t, a.Int(0), a.Ptr(1), int(a.Int(2)), msDeadline(a.Int(3)))
+	var d time.Time
+	n, err := epollWait(t, a.Int(0), a.Ptr(1), int(a.Int(2)), msDeadline(a.Int(3), &d))
 	endTempMask(t, err)
 	return n, err
 }
@@ -118,13 +120,14 @@ func EpollPwait2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return n, err
 }
 
-// msDeadline turns a millisecond timeout (negative: none) into a deadline.
-func msDeadline(ms int32) *time.Time {
+// msDeadline turns a millisecond timeout (negative: none) into a deadline,
+// kept in the caller's d so that it need not be allocated.
+func msDeadline(ms int32, d *time.Time) *time.Time {
 	if ms < 0 {
 		return nil
 	}
-	d := time.Now().Add(time.Duration(ms) * time.Millisecond)
-	return &d
+	*d = time.Now().Add(time.Duration(ms) * time.Millisecond)
+	return d
 }
 
 func epollWait(t *kernel.Task, epfd int32, evAddr uintptr, max int, deadline *time.Time) (uintptr, error) {
@@ -136,20 +139,33 @@ func epollWait(t *kernel.Task, epfd int32, evAddr uintptr, max int, deadline *ti
 		return 0, err
 	}
 	defer ef.DecRef()
-	evs, err := ep.Wait(t, max, deadline)
+	// An event loop asks for a few events at a time: up to
+	// epollBatch of them cost no allocation.
+	var evBuf [epollBatch]epoll.Event
+	var outBuf [epollBatch * epollEventSize]byte
+	evs, err := ep.Wait(t, evBuf[:0], max, deadline)
 	if err != nil {
 		return 0, kernel.ERESTARTNOHAND
 	}
-	out := make([]byte, 12*len(evs))
-	for i, ev := range evs {
-		binary.LittleEndian.PutUint32(out[12*i:], ev.Events)
-		binary.LittleEndian.PutUint64(out[12*i+4:], ev.Data)
+	out := outBuf[:0]
+	if len(evs) > epollBatch {
+		out = make([]byte, 0, epollEventSize*len(evs))
+	}
+	for _, ev := range evs {
+		out = binary.LittleEndian.AppendUint32(out, ev.Events)
+		out = binary.LittleEndian.AppendUint64(out, ev.Data)
 	}
 	if _, err := t.CopyOut(evAddr, out); err != nil {
 		return 0, err
 	}
 	return uintptr(len(evs)), nil
 }
+
+// struct epoll_event is packed on x86-64: 4 bytes of events, 8 of data.
+const (
+	epollEventSize = 12
+	epollBatch     = 64
+)
 
 // Eventfd implements Linux syscall eventfd(2).
 func Eventfd(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {

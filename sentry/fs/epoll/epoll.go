@@ -53,6 +53,7 @@ type File struct {
 	mu       sync.Mutex
 	interest map[key]*item
 	readyq   []*item
+	spare    []*item      // the ready list's other array: collect builds the next list in it
 	queue    waiter.Queue // wakes epoll_wait, and those polling the epoll fd
 	// parents counts the items of other epolls that hold this one
 	// (nest.go).
@@ -190,14 +191,16 @@ func (ep *File) readyLocked(it *item) {
 // item that is still ready goes back on it, behind those not reached (so
 // that a small max goes round them all, as on Linux); an edge-triggered
 // one waits for its file's next notification; a one-shot one goes silent.
-func (ep *File) collect(max int) []Event {
+// The events are appended to out; the ready list is rebuilt in the
+// spare array, so that a wait allocates nothing once the arrays are
+// grown.
+func (ep *File) collect(out []Event, max int) []Event {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
-	var out []Event
-	var keep []*item
-	for i, it := range ep.readyq {
+	old, keep := ep.readyq, ep.spare[:0]
+	for i, it := range old {
 		if len(out) == max {
-			keep = append(append([]*item(nil), ep.readyq[i:]...), keep...)
+			keep = append(append([]*item(nil), old[i:]...), keep...)
 			break
 		}
 		it.ready = false
@@ -220,22 +223,30 @@ func (ep *File) collect(max int) []Event {
 			keep = append(keep, it)
 		}
 	}
-	ep.readyq = keep
+	clear(old)
+	ep.readyq, ep.spare = keep, old[:0]
 	return out
 }
 
-// Wait implements epoll_wait: events, or none at the deadline (zero: wait
-// forever; in the past: do not wait).
-func (ep *File) Wait(ctx vfs.Context, max int, deadline *time.Time) ([]Event, error) {
+// Wait implements epoll_wait: events, appended to out, or none at the
+// deadline (nil: wait forever; in the past: do not wait). It waits on the
+// queue only when nothing was ready at first: an event loop's calls
+// mostly find events and should cost no waiter.
+func (ep *File) Wait(ctx vfs.Context, out []Event, max int, deadline *time.Time) ([]Event, error) {
+	if evs := ep.collect(out, max); len(evs) > 0 || deadline != nil && !time.Now().Before(*deadline) {
+		return evs, nil
+	}
 	e, ch := waiter.NewChannelEntry(waiter.ReadableEvents)
 	ep.queue.EventRegister(e)
 	defer ep.queue.EventUnregister(e)
 	for {
-		if evs := ep.collect(max); len(evs) > 0 {
+		// Again once registered: an event that came before would
+		// otherwise wake no one.
+		if evs := ep.collect(out, max); len(evs) > 0 {
 			return evs, nil
 		}
 		if deadline != nil && !time.Now().Before(*deadline) {
-			return nil, nil
+			return out, nil
 		}
 		var err error
 		if deadline == nil {
@@ -244,10 +255,10 @@ func (ep *File) Wait(ctx vfs.Context, max int, deadline *time.Time) ([]Event, er
 			err = blockUntil(ctx, ch, *deadline)
 		}
 		if err == unix.ETIMEDOUT {
-			return nil, nil
+			return out, nil
 		}
 		if err != nil {
-			return nil, err
+			return out, err
 		}
 	}
 }
