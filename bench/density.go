@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moat-sandbox/moat/internal/ocirun"
@@ -29,7 +30,8 @@ var DefaultDensityCounts = []int{1, 10, 50}
 
 // densitySettle is how long the sandboxes run after the last has started
 // before they are measured: their processes' memory is steady by then
-// (moat's and runc's PSS moved by under 0.1% between 0.3 s and 10 s here).
+// (a moat sandbox's PSS here: 17,886 KiB from 0 to 2 s after start,
+// 17,894 at 10 s).
 const densitySettle = time.Second
 
 // DensityCell is one number of sandboxes under one runtime. Memory is in
@@ -255,12 +257,27 @@ func measureSandbox(in *instance, mc memoryCgroup, id string) ([]ProcessGroup, f
 	return groups, float64(usage) / (1 << 20), nil
 }
 
+// deleteParallel is how many sandboxes are deleted at once: runsc takes
+// about a second to delete one, mostly waiting for its sandbox to exit.
+const deleteParallel = 10
+
 // deleteSandboxes deletes containers ids and returns an error naming
 // those whose cgroup is still there afterwards: a leftover of the runtime.
 func (s *session) deleteSandboxes(in *instance, mc memoryCgroup, ids []string) error {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, deleteParallel)
+	for _, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			in.forceDelete(id)
+			<-sem
+		}()
+	}
+	wg.Wait()
 	var left []string
 	for _, id := range ids {
-		in.forceDelete(id)
 		if _, err := os.Stat(mc.dir("/" + id)); err == nil {
 			left = append(left, mc.dir("/"+id))
 		}
