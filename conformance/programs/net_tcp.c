@@ -21,7 +21,12 @@
  * FIONREAD counts the bytes waiting; what a send on loopback sent is
  * in the peer's receive queue when the send returns (FIONREAD, poll with
  * timeout 0), and one epoll_wait after sends on both ends reports both
- * ends readable at once, as CPython's test_epoll expects.
+ * ends readable at once, as CPython's test_epoll expects; a socket's send
+ * buffer is tcp_wmem's default until its connection is established and
+ * then sized for the connection (on loopback, megabytes: a non-blocking
+ * send of 256 KiB that nobody reads yet goes whole, which asyncio's
+ * flow control counts on), except where the program set SO_SNDBUF,
+ * which an accepted socket takes from its listener.
  */
 // covers: socket bind listen connect accept accept4 getsockname getpeername sendto recvfrom shutdown setsockopt getsockopt
 #include "check.h"
@@ -359,6 +364,59 @@ static void test_options(void)
 	close(l);
 }
 
+static int sndbuf(int fd)
+{
+	socklen_t len = sizeof(int);
+	int v;
+
+	CHECK_OK(getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, &len));
+	return v;
+}
+
+/* tcp_wmem_default is net.ipv4.tcp_wmem's middle value. */
+static int tcp_wmem_default(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_wmem", "r");
+	int min, def, max;
+
+	CHECK(f != NULL);
+	CHECK_EQ(fscanf(f, "%d %d %d", &min, &def, &max), 3);
+	fclose(f);
+	return def;
+}
+
+static void test_send_buffer(void)
+{
+	static char chunk[256 << 10];
+	struct sockaddr_in a;
+	int l, c, s, v;
+
+	c = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+	CHECK_EQ(sndbuf(c), tcp_wmem_default());
+	l = listener4(&a);
+	CHECK_OK(connect(c, (struct sockaddr *)&a, sizeof(a)));
+	s = CHECK_OK(accept(l, NULL, NULL));
+	CHECK(sndbuf(c) >= 1 << 20);
+	CHECK(sndbuf(s) >= 1 << 20);
+	CHECK_EQ(send(c, chunk, sizeof(chunk), MSG_DONTWAIT), sizeof(chunk));
+	close(s);
+	close(c);
+	close(l);
+
+	l = listener4(&a);
+	v = 50000;
+	CHECK_OK(setsockopt(l, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)));
+	c = CHECK_OK(socket(AF_INET, SOCK_STREAM, 0));
+	CHECK_OK(setsockopt(c, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)));
+	CHECK_OK(connect(c, (struct sockaddr *)&a, sizeof(a)));
+	s = CHECK_OK(accept(l, NULL, NULL));
+	CHECK_EQ(sndbuf(c), 2 * v);
+	CHECK_EQ(sndbuf(s), 2 * v);
+	close(s);
+	close(c);
+	close(l);
+}
+
 int main(int argc, char **argv)
 {
 	check_init(argc, argv);
@@ -367,5 +425,6 @@ int main(int argc, char **argv)
 	test_sent_is_delivered();
 	test_v6();
 	test_options();
+	test_send_buffer();
 	return check_finish();
 }

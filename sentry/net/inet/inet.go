@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -51,6 +52,10 @@ type sock struct {
 	// The other end of a TCP connection within this stack, and what a
 	// send waits on until that end is readable (loopback.go).
 	loop loopState
+
+	// sndbufLocked: the program set SO_SNDBUF; sndbufSized: the
+	// established connection's send buffer was sized (sndbuf.go).
+	sndbufLocked, sndbufSized atomic.Bool
 }
 
 // New returns a socket for socket(2) in family AF_INET or AF_INET6.
@@ -257,7 +262,10 @@ func (s *sock) Accept(t *kernel.Task, nonblock bool) (socket.Socket, error) {
 		if terr == nil {
 			// An accepted socket has the listener's TCP_NODELAY.
 			ep.SocketOptions().SetDelayOption(s.ep.SocketOptions().GetDelayOption())
-			return newSock(t, s.st, s.family, s.typ, s.proto, ep, wq), nil
+			ns := newSock(t, s.st, s.family, s.typ, s.proto, ep, wq)
+			ns.inheritSendBuffer(s)
+			ns.sizeSendBuffer()
+			return ns, nil
 		}
 		if _, block := terr.(*tcpip.ErrWouldBlock); !block {
 			return nil, netstack.Error(terr)
@@ -314,6 +322,7 @@ func (s *sock) Connect(t *kernel.Task, addr []byte, nonblock bool) error {
 	}
 	terr := s.ep.Connect(fa)
 	if _, started := terr.(*tcpip.ErrConnectStarted); !started {
+		s.sizeSendBuffer()
 		return netstack.Error(terr)
 	}
 	timeo := s.sndTimeout(nonblock)
@@ -325,6 +334,7 @@ func (s *sock) Connect(t *kernel.Task, addr []byte, nonblock bool) error {
 	} else if err != nil {
 		return err
 	}
+	s.sizeSendBuffer()
 	return netstack.Error(s.ep.LastError())
 }
 

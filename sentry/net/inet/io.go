@@ -114,6 +114,7 @@ func (s *sock) send(t *kernel.Task, src *vfs.IOSeq, m *socket.SendMessage) (int,
 	if m.Flags&unix.MSG_OOB != 0 && s.typ != unix.SOCK_STREAM {
 		return 0, unix.EOPNOTSUPP
 	}
+	s.sizeSendBuffer()
 	opts := tcpip.WriteOptions{More: m.Flags&unix.MSG_MORE != 0, EndOfRecord: m.Flags&unix.MSG_EOR != 0}
 	if m.To != nil && s.typ != unix.SOCK_STREAM {
 		fa, err := s.parseAddr(m.To)

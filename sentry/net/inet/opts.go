@@ -69,6 +69,7 @@ func (s *sock) GetSockOpt(t *kernel.Task, level, name, size int) ([]byte, error)
 			b := binary.LittleEndian.AppendUint32(nil, boolInt(l.Enabled))
 			return binary.LittleEndian.AppendUint32(b, uint32(l.Timeout/time.Second)), nil
 		case unix.SO_SNDBUF:
+			s.sizeSendBuffer()
 			return socket.PutInt32(int32(so.GetSendBufferSize())), nil
 		case unix.SO_RCVBUF:
 			return socket.PutInt32(int32(so.GetReceiveBufferSize())), nil
@@ -342,6 +343,7 @@ func (s *sock) SetSockOpt(t *kernel.Task, level, name int, val []byte) error {
 					v = socket.WmemMax
 				}
 				so.SetSendBufferSize(int64(max(v, 0))*2, true)
+				s.sndbufLocked.Store(true)
 			} else {
 				if !force && uint32(v) > socket.RmemMax {
 					v = socket.RmemMax
