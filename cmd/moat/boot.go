@@ -11,6 +11,7 @@ import (
 
 	"github.com/moat-sandbox/moat/internal/confine"
 	"github.com/moat-sandbox/moat/internal/control"
+	"github.com/moat-sandbox/moat/internal/heaprelease"
 	"github.com/moat-sandbox/moat/platform/kvm"
 	"github.com/moat-sandbox/moat/sentry/boot"
 	"github.com/moat-sandbox/moat/sentry/fs/procfs"
@@ -76,6 +77,7 @@ func bootMain(args []string) int {
 		return 1
 	}
 	reply(setupConn, nil)
+	heaprelease.Start()
 	return sb.Serve(listener)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/moat-sandbox/moat/internal/bundle"
 	"github.com/moat-sandbox/moat/internal/confine"
 	"github.com/moat-sandbox/moat/internal/control"
+	"github.com/moat-sandbox/moat/internal/heaprelease"
 )
 
 // goferMain is `moat gofer --rootfs DIR [--readonly] [--bind ro|rw:PATH]...`,
@@ -30,6 +31,7 @@ func goferMain(args []string) int {
 		paths, err = confineGofer(a)
 	}
 	if err == nil {
+		heaprelease.Start()
 		errs := make(chan error, 1+len(a.binds))
 		go func() { errs <- gofer.Serve(control.GoferServeFD, paths[0], a.readonly) }()
 		for i, b := range a.binds {
