@@ -160,7 +160,10 @@ func seekable(f *vfs.File) bool {
 }
 
 // fileToPipe is splice_file_to_pipe: once the pipe has room, as much of
-// the file (from *at, or its offset) as fits, in one read.
+// the file (from *at, or its offset) as fits, read a buffer at a time
+// until the file has no more to give at once. Only the first read may
+// wait: a socket that has given what it held ends the splice, as Linux's
+// tcp_splice_read does.
 func fileToPipe(t *kernel.Task, in *vfs.File, at *int64, out pipe.Pipe, n int, nonblock bool) (int, error) {
 	if in.Path().Dentry.IsDir() {
 		return 0, unix.EINVAL
@@ -169,28 +172,43 @@ func fileToPipe(t *kernel.Task, in *vfs.File, at *int64, out pipe.Pipe, n int, n
 	if err != nil {
 		return 0, err
 	}
-	buf := copyBuffer(min(n, room))
+	want := min(n, room)
+	buf := copyBuffer(min(want, spliceChunk))
 	defer putCopyBuffer(buf)
-	var got int
-	if at != nil {
-		got, err = in.Pread(vfs.NewIOSeqBuffer(buf).WithContext(t), *at)
-	} else {
-		got, err = in.Read(vfs.NewIOSeqBuffer(buf).WithContext(t))
+	var ctx vfs.Context = t
+	done := 0
+	for done < want {
+		chunk := buf[:min(want-done, len(buf))]
+		var got int
+		if at != nil {
+			got, err = in.Pread(vfs.NewIOSeqBuffer(chunk).WithContext(ctx), *at)
+		} else {
+			got, err = in.Read(vfs.NewIOSeqBuffer(chunk).WithContext(ctx))
+		}
+		if got == 0 {
+			break
+		}
+		put, perr := out.Put(chunk[:got])
+		if put < got && at == nil && seekable(in) {
+			in.Seek(int64(put-got), unix.SEEK_CUR) // what the pipe did not take stays in the file
+		}
+		if at != nil {
+			*at += int64(put)
+		}
+		done += put
+		if put < got || got < len(chunk) {
+			break
+		}
+		if perr != nil {
+			err = perr
+			break
+		}
+		ctx = nil // the sentry's own I/O: it does not wait
 	}
-	if got == 0 {
+	if done == 0 {
 		return 0, err
 	}
-	put, perr := out.Put(buf[:got])
-	if put < got && at == nil && seekable(in) {
-		in.Seek(int64(put-got), unix.SEEK_CUR) // what the pipe did not take stays in the file
-	}
-	if at != nil {
-		*at += int64(put)
-	}
-	if put == 0 {
-		return 0, perr
-	}
-	return put, nil
+	return done, nil
 }
 
 // pipeToFile is iter_file_splice_write: once the pipe has data (0 at its
