@@ -8,13 +8,18 @@ const maxHeld = 1 << 20
 
 // node is a host file held open with O_PATH.
 //
-// A node remembers its parent and its name there because re-opening for
-// I/O goes back through the parent (see reopen). So a parent stays open as
-// long as any child does, even after the client released it: refs counts
-// the client's handle (until Release) plus one per child node.
+// A node remembers its parent and its name there. A file other than a
+// directory is re-opened for I/O through its parent (see reopen), so that
+// parent stays open as long as the child does, even after the client
+// released it: refs counts the client's handle (until Release) plus one
+// per such child. A directory is re-opened as "." beneath itself and holds
+// no parent open: a chain of directories costs a descriptor for each
+// directory the client holds, not for every one above it, so a client can
+// give back the nodes of directories it is not using however deep the
+// tree.
 type node struct {
 	fd       int
-	parent   *node  // nil for the root
+	parent   *node  // nil for the root; held open only if holdsParent
 	name     string // in parent; "" once removed from it (or never named)
 	dev, ino uint64
 	mode     uint32
@@ -22,6 +27,12 @@ type node struct {
 	// path is the host path of a root that is a single file, which has
 	// no directory here to be reopened through. The caller trusts it.
 	path string
+}
+
+// holdsParent says whether n keeps its parent open: a file other than a
+// directory, which is reopened through it.
+func (n *node) holdsParent() bool {
+	return n.parent != nil && n.mode&unix.S_IFMT != unix.S_IFDIR
 }
 
 func (s *session) lookup(id NodeID) (*node, error) {
@@ -35,13 +46,15 @@ func (s *session) lookup(id NodeID) (*node, error) {
 // add takes ownership of fd, a child of parent, and hands out a fresh ID
 // for it. Each successful Walk gets its own ID, to be released once.
 func (s *session) add(parent *node, name string, fd int, st *unix.Stat_t) NodeID {
-	parent.refs++
 	s.held++
 	s.last++
 	n := &node{
 		fd: fd, parent: parent, name: name,
 		dev: st.Dev, ino: st.Ino, mode: st.Mode,
 		refs: 1,
+	}
+	if n.holdsParent() {
+		parent.refs++
 	}
 	s.nodes[s.last] = n
 	if name != "" {
@@ -91,13 +104,13 @@ func (s *session) detach(k nameKey) {
 // move gives nodes, renamed, their new place: dir and k's name.
 func (s *session) move(nodes []*node, dir *node, k nameKey) {
 	for _, n := range nodes {
-		if n.parent != dir {
+		if n.parent != dir && n.holdsParent() {
 			dir.refs++
 			old := n.parent
 			n.parent = dir
 			s.unref(old) // never the last reference: the rename named it
 		}
-		n.name = k.name
+		n.parent, n.name = dir, k.name
 	}
 	if len(nodes) > 0 {
 		s.byName[k] = append(s.byName[k], nodes...)
@@ -115,9 +128,8 @@ func (s *session) release(id NodeID) {
 	s.unref(n)
 }
 
-// unref drops one reference and closes every node, up the parent chain,
-// that this leaves unreferenced. It loops rather than recurses: chains are
-// as deep as the client walked.
+// unref drops one reference and closes n if this leaves it unreferenced,
+// and then its parent if n held it open and was its last holder.
 func (s *session) unref(n *node) {
 	for n != nil {
 		if n.refs--; n.refs > 0 {
@@ -126,6 +138,9 @@ func (s *session) unref(n *node) {
 		s.unindex(n)
 		unix.Close(n.fd)
 		s.held--
+		if !n.holdsParent() {
+			return
+		}
 		n = n.parent
 	}
 }

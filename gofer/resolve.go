@@ -49,10 +49,13 @@ func walkAt(dirfd int, name string) (int, error) {
 	return openat2(dirfd, name, unix.O_PATH, 0)
 }
 
-// reopen opens node n for I/O. It goes back through the parent by name, the
-// one way to upgrade an O_PATH fd without /proc/self/fd, and then checks
-// that the name still leads to the same file: if it was replaced after the
-// walk, ESTALE. The root is re-opened as "." beneath itself.
+// reopen opens node n for I/O. A file other than a directory goes back
+// through the parent by name, the one way to upgrade an O_PATH fd without
+// /proc/self/fd, and then checks that the name still leads to the same
+// file: if it was replaced after the walk, ESTALE. A directory (the root
+// among them) is re-opened as "." beneath itself, which is the directory
+// the node holds whatever became of its name; one whose name was removed
+// is ESTALE all the same, as a file is.
 //
 // The open is non-blocking: if the name was swapped for a FIFO after the
 // walk, the open must not hang the gofer before the check can refuse it.
@@ -63,12 +66,12 @@ func walkAt(dirfd int, name string) (int, error) {
 // to the renamed directory itself: no name reaches its new parent or
 // siblings. Only a host actor can move it there; the gofer renames nothing.
 func reopen(n *node, flags int) (int, error) {
-	dirfd, name := n.fd, "."
-	if n.parent != nil {
-		dirfd, name = n.parent.fd, n.name
-	}
-	if name == "" {
+	if n.parent != nil && n.name == "" {
 		return -1, unix.ESTALE
+	}
+	dirfd, name := n.fd, "."
+	if n.holdsParent() {
+		dirfd, name = n.parent.fd, n.name
 	}
 	var fd int
 	var err error

@@ -46,11 +46,15 @@ type fs struct {
 	files   map[hostID]*inode
 
 	// The files whose nodes may be given back, and where each is named
-	// (evict.go).
+	// (evict.go); walkHeld counts the nodes directories' walks hold and
+	// have not handed over (prefetch.go), and walks are the directories
+	// walked, oldest first (lruMu).
 	lruMu       sync.Mutex
 	lru         nodeList
 	names       map[dirName]*inode
 	maxAttached int
+	walkHeld    atomic.Int64
+	walks       []*inode
 }
 
 // hostID is a file's identity on the host.
@@ -63,9 +67,9 @@ const maxCachedFDs = 4096
 // inode is one file the gofer holds for us.
 type inode struct {
 	fs *fs
-	// node is the gofer's node for the file: a directory's never changes;
-	// another file's may be swapped for one in other, or given back
-	// (detached) while the file is not in use (nodeMu), so use it through
+	// node is the gofer's node for the file, which may be given back
+	// (detached) while the file is not in use, or, for a file other than a
+	// directory, swapped for one in other (nodeMu): use it through
 	// withNode or viaNode.
 	node gofer.NodeID
 	typ  uint32 // the S_IFMT bits, which never change
@@ -76,12 +80,17 @@ type inode struct {
 	// walked to goes (nodeMu).
 	nodeMu sync.Mutex
 	other  []gofer.NodeID
-	// For a file other than a directory, reached by a name: that name, so
-	// that its node may be given back while it is not in use and walked to
-	// again (evict.go); pins counts the calls using a node now (nodeMu).
+	// For a file reached by a name: that name, so that its node may be
+	// given back while it is not in use and walked to again (evict.go);
+	// pins counts the calls using a node now (nodeMu).
 	parent *inode
 	name   string
 	pins   int
+	// holder is the directory the node of a file other than a directory
+	// was walked to from, which the gofer keeps open while the node lasts
+	// (nodeMu); kids counts, in a directory, the files it is holder of.
+	holder *inode
+	kids   atomic.Int32
 	// Its place in fs.lru (lruMu), and whether it was used since its last
 	// turn there.
 	prev, next *inode
@@ -149,7 +158,7 @@ func New(c *gofer.Client, mf *memfile.File, readonly bool) (*vfs.Dentry, error) 
 func (f *fs) newInode(dir *inode, name string, n gofer.NodeID, a gofer.Attr) *inode {
 	i := &inode{fs: f, node: n, typ: a.Mode & unix.S_IFMT, id: hostID{a.Dev, a.Ino}}
 	i.rememberLocked(f.stat(a)) // no one else has i yet
-	named := dir != nil && i.typ != unix.S_IFDIR
+	named := dir != nil
 	if i.typ != unix.S_IFDIR && !f.readonly {
 		// Hard links are one inode, whose attributes (the link count) stay
 		// right whichever name changes.
@@ -183,6 +192,7 @@ func (i *inode) addNode(n gofer.NodeID, dir *inode, name string) bool {
 	defer i.nodeMu.Unlock()
 	if i.node == detached {
 		i.node, i.parent, i.name = n, dir, name
+		i.heldByLocked(dir)
 		return true
 	}
 	i.other = append(i.other, n)
@@ -225,16 +235,23 @@ func (f *fs) stat(a gofer.Attr) vfs.Stat {
 		Size: a.Size, Blksize: a.Blksize, Blocks: a.Blocks, Atime: a.Atime, Mtime: a.Mtime, Ctime: a.Ctime}
 }
 
-// Lookup implements vfs.Inode.
+// Lookup implements vfs.Inode. The child's inode is made while the
+// directory is pinned, so that the directory keeps its node for the
+// child's (evict.go).
 func (i *inode) Lookup(name string) (vfs.Inode, error) {
 	if i.typ != unix.S_IFDIR {
 		return nil, unix.ENOTDIR
 	}
-	n, a, err := i.lookupNode(name)
-	if err != nil {
-		return nil, err
-	}
-	return i.fs.newInode(i, name, n, a), nil
+	var c vfs.Inode
+	err := i.withNode(func(dn gofer.NodeID) error {
+		n, a, err := i.lookupNode(dn, name)
+		if err != nil {
+			return err
+		}
+		c = i.fs.newInode(i, name, n, a)
+		return nil
+	})
+	return c, err
 }
 
 // ReadDir implements vfs.Inode.
@@ -242,7 +259,11 @@ func (i *inode) ReadDir() ([]vfs.Dirent, error) {
 	if i.typ != unix.S_IFDIR {
 		return nil, unix.ENOTDIR
 	}
-	ents, err := i.fs.client.ReadDir(i.node)
+	var ents []gofer.Dirent
+	err := i.withNode(func(dn gofer.NodeID) (err error) {
+		ents, err = i.fs.client.ReadDir(dn)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -278,6 +299,7 @@ func (i *inode) Readlink() (string, error) {
 func (i *inode) Open(flags int) (vfs.FileImpl, error) {
 	switch i.typ {
 	case unix.S_IFDIR:
+		i.opens.Add(1) // an open directory keeps its node (evict.go)
 		return dirFile{i}, nil
 	case unix.S_IFREG:
 	default:
@@ -401,7 +423,7 @@ func (d dirFile) Stat() (vfs.Stat, error)            { return d.i.Stat() }
 func (dirFile) Ioctl(uint32, uintptr, vfs.IoctlIO) (uintptr, error) {
 	return 0, unix.ENOTTY
 }
-func (dirFile) Release() {}
+func (d dirFile) Release() { d.i.opens.Add(-1) }
 
 // Directories are seekable: lseek(fd, 0, SEEK_SET) rewinds a listing.
 func (dirFile) Size() (int64, error) { return 0, nil }

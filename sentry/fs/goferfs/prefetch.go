@@ -38,7 +38,7 @@ type prefetch struct {
 // prefetched answers a look-up of name from the directory's walk: known
 // says the walk knew (found or not); an entry found is handed over once,
 // and later look-ups of its name are the gofer's to answer.
-func (i *inode) prefetched(name string) (e gofer.WalkEntry, found, known bool) {
+func (i *inode) prefetched(dn gofer.NodeID, name string) (e gofer.WalkEntry, found, known bool) {
 	i.pfMu.Lock()
 	defer i.pfMu.Unlock()
 	pf := &i.pf
@@ -47,7 +47,7 @@ func (i *inode) prefetched(name string) (e gofer.WalkEntry, found, known bool) {
 			return e, false, false
 		}
 		pf.walked = true
-		entries, complete, err := i.fs.client.WalkDir(i.node)
+		entries, complete, err := i.fs.client.WalkDir(dn)
 		if err != nil {
 			return e, false, false
 		}
@@ -56,9 +56,16 @@ func (i *inode) prefetched(name string) (e gofer.WalkEntry, found, known bool) {
 		for _, e := range entries {
 			pf.entries[e.Name] = e
 		}
+		if len(entries) > 0 {
+			i.fs.walkHeld.Add(int64(len(entries)))
+			i.fs.lruMu.Lock()
+			i.fs.walks = append(i.fs.walks, i)
+			i.fs.lruMu.Unlock()
+		}
 	}
 	if e, ok := pf.entries[name]; ok {
 		delete(pf.entries, name)
+		i.fs.walkHeld.Add(-1)
 		if pf.handed == nil {
 			pf.handed = make(map[string]bool)
 		}
@@ -71,16 +78,16 @@ func (i *inode) prefetched(name string) (e gofer.WalkEntry, found, known bool) {
 	return e, false, false
 }
 
-// lookupNode finds name in directory i: from its walk, or by a walk of
-// its own.
-func (i *inode) lookupNode(name string) (gofer.NodeID, gofer.Attr, error) {
-	if e, found, known := i.prefetched(name); known {
+// lookupNode finds name in directory i, whose node is dn: from its walk,
+// or by a walk of its own.
+func (i *inode) lookupNode(dn gofer.NodeID, name string) (gofer.NodeID, gofer.Attr, error) {
+	if e, found, known := i.prefetched(dn, name); known {
 		if !found {
 			return 0, gofer.Attr{}, unix.ENOENT
 		}
 		return e.Node, e.Attr, nil
 	}
-	return i.fs.client.Walk(i.node, name)
+	return i.fs.client.Walk(dn, name)
 }
 
 // forget drops what the walk of directory i told of names, which a change
@@ -98,6 +105,26 @@ func (i *inode) forget(names ...string) {
 	}
 	i.pfMu.Unlock()
 	if len(unused) > 0 {
+		i.fs.walkHeld.Add(-int64(len(unused)))
+		i.fs.client.Release(unused...)
+	}
+}
+
+// dropWalk gives back the nodes directory i's walk holds and has not
+// handed over, and forgets the walk, which without them cannot answer for
+// their names: the next look-ups start over.
+func (i *inode) dropWalk() {
+	i.pfMu.Lock()
+	var unused []gofer.NodeID
+	for _, e := range i.pf.entries {
+		unused = append(unused, e.Node)
+	}
+	if len(unused) > 0 {
+		i.pf = prefetch{}
+	}
+	i.pfMu.Unlock()
+	if len(unused) > 0 {
+		i.fs.walkHeld.Add(-int64(len(unused)))
 		i.fs.client.Release(unused...)
 	}
 }

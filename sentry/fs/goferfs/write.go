@@ -9,8 +9,9 @@ import (
 )
 
 // The writable tree: vfs has checked Linux's rules (see vfs.DirWriter);
-// each change is one gofer call, after which what it touched is marked
-// stale or given the attributes the gofer answered with. A directory that
+// each change is one gofer call, on the directory's node pinned for it
+// (evict.go), after which what it touched is marked stale or given the
+// attributes the gofer answered with. A directory that
 // gains or loses a name changes its times (and, for subdirectories, its
 // link count), so it is asked again at its next Stat.
 
@@ -24,12 +25,20 @@ var (
 // the new file serves the open that follows.
 func (i *inode) Create(name string, mode, uid, gid uint32) (vfs.Inode, error) {
 	i.forget(name)
-	n, a, fd, err := i.fs.client.Create(i.node, name, mode, uid, gid)
+	var c *inode
+	var fd int
+	err := i.withNode(func(dn gofer.NodeID) error {
+		n, a, f, err := i.fs.client.Create(dn, name, mode, uid, gid)
+		if err != nil {
+			return err
+		}
+		c, fd = i.fs.newInode(i, name, n, a), f
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
 	i.markStale()
-	c := i.fs.newInode(i, name, n, a)
 	f, err := i.fs.hostFile(fd)
 	if err != nil {
 		return nil, err
@@ -55,8 +64,9 @@ func (f *fs) hostFile(fd int) (*host.Regular, error) {
 
 // Mkdir implements vfs.DirWriter.
 func (i *inode) Mkdir(name string, mode, uid, gid uint32) (vfs.Inode, error) {
-	n, a, err := i.fs.client.Mkdir(i.node, name, mode, uid, gid)
-	return i.made(name, n, a, err)
+	return i.make(name, func(dn gofer.NodeID) (gofer.NodeID, gofer.Attr, error) {
+		return i.fs.client.Mkdir(dn, name, mode, uid, gid)
+	})
 }
 
 // Mknod implements vfs.DirWriter: regular files, FIFOs (whose pipe the
@@ -68,23 +78,35 @@ func (i *inode) Mknod(name string, mode uint32, rdev uint64, uid, gid uint32) (v
 	default:
 		return nil, unix.EPERM
 	}
-	n, a, err := i.fs.client.Mknod(i.node, name, mode, uid, gid)
-	return i.made(name, n, a, err)
+	return i.make(name, func(dn gofer.NodeID) (gofer.NodeID, gofer.Attr, error) {
+		return i.fs.client.Mknod(dn, name, mode, uid, gid)
+	})
 }
 
 // Symlink implements vfs.DirWriter.
 func (i *inode) Symlink(name, target string, uid, gid uint32) (vfs.Inode, error) {
-	n, a, err := i.fs.client.Symlink(i.node, name, target, uid, gid)
-	return i.made(name, n, a, err)
+	return i.make(name, func(dn gofer.NodeID) (gofer.NodeID, gofer.Attr, error) {
+		return i.fs.client.Symlink(dn, name, target, uid, gid)
+	})
 }
 
-func (i *inode) made(name string, n gofer.NodeID, a gofer.Attr, err error) (vfs.Inode, error) {
+// make makes name in directory i with mk, given i's node.
+func (i *inode) make(name string, mk func(dn gofer.NodeID) (gofer.NodeID, gofer.Attr, error)) (vfs.Inode, error) {
 	i.forget(name)
+	var c *inode
+	err := i.withNode(func(dn gofer.NodeID) error {
+		n, a, err := mk(dn)
+		if err != nil {
+			return err
+		}
+		c = i.fs.newInode(i, name, n, a)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
 	i.markStale()
-	return i.fs.newInode(i, name, n, a), nil
+	return c, nil
 }
 
 // Link implements vfs.DirWriter.
@@ -94,22 +116,28 @@ func (i *inode) Link(name string, target vfs.Inode) error {
 		return unix.EXDEV
 	}
 	i.forget(name)
-	var n gofer.NodeID
-	var a gofer.Attr
-	err := t.withNode(func(tn gofer.NodeID) (err error) {
-		n, a, err = i.fs.client.Link(i.node, tn, name)
-		return err
+	err := i.withNode(func(dn gofer.NodeID) error {
+		var n gofer.NodeID
+		var a gofer.Attr
+		err := t.withNode(func(tn gofer.NodeID) (err error) {
+			n, a, err = i.fs.client.Link(dn, tn, name)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		// The dentry vfs makes for the new name holds target, whose
+		// link count and change time are now a's, and which can be
+		// opened through the new name's node once the old name is gone.
+		if t.addNode(n, i, name) {
+			i.fs.track(t, i, name) // its own node was given back meanwhile
+		}
+		t.setAttr(a)
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	// The dentry vfs makes for the new name holds target, whose link
-	// count and change time are now a's, and which can be opened
-	// through the new name's node once the old name is gone.
-	if t.addNode(n, i, name) {
-		i.fs.track(t, i, name) // its own node was given back meanwhile
-	}
-	t.setAttr(a)
 	t.linkable = false
 	i.markStale()
 	return nil
@@ -123,7 +151,8 @@ func (i *inode) Rmdir(name string) error { return i.remove(name, unix.AT_REMOVED
 
 func (i *inode) remove(name string, flags int) error {
 	i.forget(name)
-	if err := i.fs.client.Unlink(i.node, name, flags); err != nil {
+	err := i.withNode(func(dn gofer.NodeID) error { return i.fs.client.Unlink(dn, name, flags) })
+	if err != nil {
 		return err
 	}
 	i.fs.removed(i, name)
@@ -139,7 +168,12 @@ func (i *inode) Rename(oldName string, newDir vfs.Inode, newName string, flags u
 	}
 	i.forget(oldName)
 	nd.forget(newName)
-	if err := i.fs.client.Rename(i.node, oldName, nd.node, newName, flags); err != nil {
+	err := i.withNode(func(on gofer.NodeID) error {
+		return nd.withNode(func(nn gofer.NodeID) error {
+			return i.fs.client.Rename(on, oldName, nn, newName, flags)
+		})
+	})
+	if err != nil {
 		return err
 	}
 	i.fs.renamed(i, oldName, nd, newName, flags)
@@ -210,7 +244,13 @@ func (i *inode) StatFS() (vfs.FSStat, error) {
 // Tmpfile implements vfs.TmpfileMaker: the gofer's O_TMPFILE file, whose
 // read-write descriptor serves the open that follows.
 func (i *inode) Tmpfile(mode, uid, gid uint32, linkable bool) (vfs.Inode, error) {
-	n, a, fd, err := i.fs.client.Tmpfile(i.node, mode, uid, gid)
+	var n gofer.NodeID
+	var a gofer.Attr
+	var fd int
+	err := i.withNode(func(dn gofer.NodeID) (err error) {
+		n, a, fd, err = i.fs.client.Tmpfile(dn, mode, uid, gid)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
