@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"fmt"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -56,8 +57,8 @@ func (f *fs) sysNetDir() child {
 		name := path[strings.LastIndexByte(path, '/')+1:]
 		return child{name, f.dir("sys/net/"+path, false, func() []child { return cs })}
 	}
-	tcpWmem := "4096\t16384\t4194304"
-	tcpRmem := "4096\t131072\t6291456"
+	triple := func(v [3]int) string { return fmt.Sprintf("%d\t%d\t%d", v[0], v[1], v[2]) }
+	tcpWmem, tcpRmem := triple(netstack.TCPWmem), triple(netstack.TCPRmem)
 	return child{"net", f.dir("sys/net", false, func() []child {
 		return []child{
 			dir("core", value("core/somaxconn", "4096"), value("core/rmem_default", "212992"),
