@@ -26,16 +26,15 @@ func buildPrograms(ctx context.Context, workloads []Workload, srcDir, outDir str
 	}
 	failed := map[string]error{}
 	for _, w := range workloads {
-		if w.Program == "" {
-			continue
-		}
-		src := filepath.Join(srcDir, "workloads", w.Program+".c")
-		out, err := exec.CommandContext(ctx, "gcc", "-static", "-O2", "-Wall", "-o", filepath.Join(outDir, w.Program), src).CombinedOutput()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if err != nil {
-			failed[w.Program] = fmt.Errorf("gcc %s: %v: %s", w.Program+".c", err, strings.TrimSpace(string(out)))
+		for _, program := range w.programs() {
+			src := filepath.Join(srcDir, "workloads", program+".c")
+			out, err := exec.CommandContext(ctx, "gcc", "-static", "-O2", "-Wall", "-o", filepath.Join(outDir, program), src).CombinedOutput()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if err != nil {
+				failed[program] = fmt.Errorf("gcc %s: %v: %s", program+".c", err, strings.TrimSpace(string(out)))
+			}
 		}
 	}
 	return failed, nil

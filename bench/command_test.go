@@ -10,7 +10,7 @@ import (
 
 func TestACommandRuntimeRunsTheWallWorkloadsAlone(t *testing.T) {
 	for _, w := range Workloads {
-		if w.Kind == Serve || w.Kind == Density {
+		if w.Kind == Serve || w.Kind == Density || w.Kind == Fairness {
 			continue
 		}
 		if got, want := runsWorkload(KindCommand, false, w.Kind), w.Kind == Wall; got != want {

@@ -114,20 +114,7 @@ func (s *session) measureDensity(ctx context.Context, w Workload, p plan, runtim
 		}
 		cells[i] = append(cells[i], dc)
 	}
-	for i, info := range runtimes {
-		r := Result{Runtime: info.Name, Status: info.Status, Reason: info.Reason}
-		switch {
-		case info.Status == StatusSkipped:
-		case !runsWorkload(info.Kind, info.Serves, w.Kind):
-			r.Status, r.Reason = StatusSkipped, notRunReason(info.Kind, w.Kind)
-		default:
-			r.Density = cells[i]
-		}
-		if s.cfg.Reproduce != nil {
-			r.Reproduce = s.cfg.Reproduce(info.Name, w.Name)
-		}
-		wr.Results = append(wr.Results, r)
-	}
+	wr.Results = s.cellResults(w, runtimes, func(i int, r *Result) { r.Density = cells[i] })
 	return wr, nil
 }
 

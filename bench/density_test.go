@@ -60,7 +60,7 @@ func TestProcessNameIsTheProgramAndItsSubcommand(t *testing.T) {
 // procs, a cgroup below it holding below, and usage bytes charged.
 func fakeCgroup(t *testing.T, procs, below []int, usage string) memoryCgroup {
 	t.Helper()
-	mc := memoryCgroup{mountpoint: t.TempDir(), root: "/", usageFile: "memory.usage_in_bytes"}
+	mc := memoryCgroup{cgroupHierarchy{mountpoint: t.TempDir(), root: "/"}}
 	write := func(dir string, pids []int) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -75,7 +75,7 @@ func fakeCgroup(t *testing.T, procs, below []int, usage string) memoryCgroup {
 	}
 	write(mc.dir("/sb"), procs)
 	write(filepath.Join(mc.dir("/sb"), "inner"), below)
-	if err := os.WriteFile(filepath.Join(mc.dir("/sb"), mc.usageFile), []byte(usage), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(mc.dir("/sb"), "memory.usage_in_bytes"), []byte(usage), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return mc
@@ -106,7 +106,7 @@ func TestSandboxProcsAreTheCgroupsAndThePidsDescendants(t *testing.T) {
 }
 
 func TestACgroupDirIsFoundBelowTheMountsRoot(t *testing.T) {
-	mc := memoryCgroup{mountpoint: "/sys/fs/cgroup/memory", root: "/outer"}
+	mc := cgroupHierarchy{mountpoint: "/sys/fs/cgroup/memory", root: "/outer"}
 	if got := mc.dir("/outer/moat-bench-1"); got != "/sys/fs/cgroup/memory/moat-bench-1" {
 		t.Errorf("dir = %s", got)
 	}

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/moat-sandbox/moat/internal/mountinfo"
 )
 
 // What a sandbox costs the host, read from /proc and the memory cgroup.
@@ -20,52 +18,23 @@ import (
 // such as this one the controller is on v1 and the v2 hierarchy at
 // /sys/fs/cgroup/unified has none.
 type memoryCgroup struct {
-	mountpoint string
-	root       string // the cgroup the mount shows at its mountpoint
-	usageFile  string
+	cgroupHierarchy
 }
 
 // findMemoryCgroup finds the memory controller's hierarchy in this
 // process's mountinfo.
 func findMemoryCgroup() (memoryCgroup, error) {
-	mounts, err := mountinfo.Read()
-	if err != nil {
-		return memoryCgroup{}, fmt.Errorf("finding the memory cgroup: %w", err)
-	}
-	for _, m := range mounts {
-		switch {
-		case m.FSType == "cgroup" && slices.Contains(strings.Split(m.SuperOptions, ","), "memory"):
-			return memoryCgroup{m.Point, m.Root, "memory.usage_in_bytes"}, nil
-		case m.FSType == "cgroup2":
-			ctrl, err := os.ReadFile(filepath.Join(m.Point, "cgroup.controllers"))
-			if err == nil && slices.Contains(strings.Fields(string(ctrl)), "memory") {
-				return memoryCgroup{m.Point, m.Root, "memory.current"}, nil
-			}
-		}
-	}
-	return memoryCgroup{}, fmt.Errorf("no cgroup hierarchy with the memory controller is mounted")
-}
-
-// dir is the directory of cgroup path (absolute, as linux.cgroupsPath).
-func (mc memoryCgroup) dir(path string) string {
-	rel := path
-	if mc.root != "/" {
-		rel = strings.TrimPrefix(path, mc.root)
-	}
-	return filepath.Join(mc.mountpoint, rel)
+	h, err := findHierarchy("memory")
+	return memoryCgroup{h}, err
 }
 
 // usage is the memory the cgroup at path is charged, in bytes.
 func (mc memoryCgroup) usage(path string) (uint64, error) {
-	data, err := os.ReadFile(filepath.Join(mc.dir(path), mc.usageFile))
-	if err != nil {
-		return 0, fmt.Errorf("memory cgroup: %w", err)
+	file := "memory.usage_in_bytes"
+	if mc.v2 {
+		file = "memory.current"
 	}
-	v, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("memory cgroup %s: %w", mc.dir(path), err)
-	}
-	return v, nil
+	return mc.counter(path, file)
 }
 
 // procs lists the processes in the cgroup at path and in every cgroup

@@ -66,6 +66,9 @@ func writeMarkdown(w io.Writer, rep *Report, chart string) {
 		case Density:
 			writeDensityMarkdown(w, rep, wr)
 			continue
+		case Fairness:
+			writeFairnessMarkdown(w, rep, wr)
+			continue
 		}
 		fmt.Fprintf(w, "The container runs %s; %d runs per runtime; unit: %s.\n\n", code(strings.Join(wr.Argv, " ")), wr.Runs, wr.Unit)
 		fmt.Fprintf(w, "| runtime | median | min | max | vs %s | reproduce |\n|---|--:|--:|--:|---|---|\n", rep.Baseline)

@@ -76,6 +76,8 @@ type Result struct {
 	// Density is a density workload's figures, one cell per number of
 	// sandboxes.
 	Density []DensityCell `json:"density,omitempty"`
+	// Fairness is a fairness workload's figures.
+	Fairness *FairnessCell `json:"fairness,omitempty"`
 }
 
 // WriteJSON writes rep to path.

@@ -101,6 +101,8 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 			measure = s.measureServe
 		case Density:
 			measure = s.measureDensity
+		case Fairness:
+			measure = s.measureFairness
 		}
 		wr, err := measure(ctx, w, plans[i], rep.Runtimes)
 		if err != nil {
@@ -136,6 +138,8 @@ func (s *session) plan(w Workload) (plan, error) {
 			p.runs = DefaultServeCreates
 		case Density:
 			p.runs = 1 // each number of sandboxes is one cell, measured once
+		case Fairness:
+			p.runs = DefaultFairnessRounds
 		default:
 			p.runs = DefaultWallRuns
 		}
@@ -155,6 +159,10 @@ func (s *session) plan(w Workload) (plan, error) {
 		return p, nil
 	case Density:
 		p.steps = densitySchedule(len(p.active), s.densityCounts())
+		return p, nil
+	case Fairness:
+		// One cell per runtime, its rounds inside it.
+		p.steps = densitySchedule(len(p.active), []int{p.runs})
 		return p, nil
 	}
 	p.steps = Schedule(len(p.active), p.runs)
@@ -312,13 +320,13 @@ func (s *session) once(ctx context.Context, in *instance, w Workload, spec *spec
 // runsWorkload reports whether a runtime of kind rt, which serves E2B's
 // API or not, runs workloads of kind w: a command runtime runs the host's
 // programs on the host's root, not the bundle's workload programs and
-// mounts; a serve workload needs moat serve; a density workload starts
-// sandboxes through the OCI CLI.
+// mounts; a serve workload needs moat serve; a density or fairness
+// workload starts sandboxes through the OCI CLI.
 func runsWorkload(rt string, serves bool, w Kind) bool {
 	switch {
 	case w == Serve:
 		return serves
-	case w == Density:
+	case w == Density || w == Fairness:
 		return rt == KindOCI
 	case rt == KindCommand:
 		return w == Wall
@@ -334,8 +342,32 @@ func notRunReason(rt string, w Kind) string {
 		return "it serves no E2B API (serves in the runtime list)"
 	case Density:
 		return "density starts sandboxes through an OCI runtime's create and start"
+	case Fairness:
+		return "the neighbours are sandboxes started through an OCI runtime's create and start"
 	}
 	return "a command runtime runs the whole-run (wall) workloads alone"
+}
+
+// cellResults is one Result per runtime of a workload measured in cells
+// of its own kind (density, fairness): fill puts runtime i's cells into
+// r where it ran the workload.
+func (s *session) cellResults(w Workload, runtimes []RuntimeInfo, fill func(i int, r *Result)) []Result {
+	var out []Result
+	for i, info := range runtimes {
+		r := Result{Runtime: info.Name, Status: info.Status, Reason: info.Reason}
+		switch {
+		case info.Status == StatusSkipped:
+		case !runsWorkload(info.Kind, info.Serves, w.Kind):
+			r.Status, r.Reason = StatusSkipped, notRunReason(info.Kind, w.Kind)
+		default:
+			fill(i, &r)
+		}
+		if s.cfg.Reproduce != nil {
+			r.Reproduce = s.cfg.Reproduce(info.Name, w.Name)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // results summarises the samples of each runtime and relates them to the

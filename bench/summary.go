@@ -26,6 +26,9 @@ func WriteSummary(w io.Writer, rep *Report) error {
 		case Density:
 			writeDensitySummary(w, rep, wr)
 			continue
+		case Fairness:
+			writeFairnessSummary(w, rep, wr)
+			continue
 		}
 		fmt.Fprintf(w, "  %-12s %10s %10s %10s\n", "", "median", "min", "max")
 		for i, r := range wr.Results {

@@ -31,6 +31,9 @@ const (
 	// Density workloads start idle sandboxes side by side and measure
 	// what each costs the host (density.go), under OCI runtimes alone.
 	Density Kind = "density"
+	// Fairness workloads measure a sandbox's throughput alone and beside
+	// misbehaving neighbours (fairness.go), under OCI runtimes alone.
+	Fairness Kind = "fairness"
 )
 
 // Hold is what an Exec workload's container runs meanwhile.
@@ -46,7 +49,10 @@ type Workload struct {
 	// Program is the C source workloads/<Program>.c, built static into
 	// /bench/<Program>; a Micro workload runs it as
 	// `/bench/<Program> ITERATIONS BUDGET_MS`.
-	Program    string
+	Program string
+	// Helpers are further programs of workloads/ that the workload's
+	// sandboxes run besides Program, built the same way.
+	Helpers    []string
 	Iterations int64 // default for a Micro workload
 	// Argv is what a Wall workload runs in the container, or what an
 	// Exec workload execs into it.
@@ -132,6 +138,12 @@ var Workloads = []Workload{
 			"(the PSS of all its host processes, and its memory cgroup's usage) and its create+start time with the others running",
 		Argv: Hold, Needs: []string{"/bin/sleep"},
 	},
+	{
+		Name: "noisy-neighbours", Kind: Fairness, Unit: "runs/s", Program: "repeat", Helpers: []string{"neighbour"},
+		What: "python3 -c pass started over and over in one sandbox, alone and beside three sandboxes under linux.resources limits " +
+			"running a memory bomb, a fork bomb and a CPU hog: its throughput beside them over its throughput alone",
+		Argv: []string{"/usr/bin/python3", "-c", "pass"}, Needs: []string{"/usr/bin/python3", "/bin/sh"},
+	},
 }
 
 // Where the fileio workloads work: the bind mount every container has at
@@ -185,6 +197,15 @@ func (w Workload) argv(iterations int64, budget time.Duration) []string {
 	return append(argv, w.Args...)
 }
 
+// programs are the workload's programs of workloads/: Program and its
+// Helpers.
+func (w Workload) programs() []string {
+	if w.Program == "" {
+		return w.Helpers
+	}
+	return append([]string{w.Program}, w.Helpers...)
+}
+
 // programPath is where a built workload program lives in the rootfs.
 func programPath(program string) string {
 	return "/bench/" + program
@@ -197,10 +218,11 @@ func (w Workload) missing(rootfs string) (string, error) {
 		return "", err
 	}
 	defer root.Close()
-	needs := w.Needs
-	if w.Program != "" {
-		needs = append([]string{programPath(w.Program)}, needs...)
+	var needs []string
+	for _, program := range w.programs() {
+		needs = append(needs, programPath(program))
 	}
+	needs = append(needs, w.Needs...)
 	for _, p := range needs {
 		// Lstat: the entry existing is enough, and a rootfs may hold absolute
 		// symlinks (/etc/alternatives) that must not be followed on the host.

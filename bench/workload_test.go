@@ -20,6 +20,11 @@ func TestSelectWorkloads(t *testing.T) {
 
 func TestWorkloadsHaveSources(t *testing.T) {
 	for _, w := range Workloads {
+		for _, program := range w.Helpers {
+			if _, err := sources.Open("workloads/" + program + ".c"); err != nil {
+				t.Errorf("%s: helper %q not embedded (%v)", w.Name, program, err)
+			}
+		}
 		if w.Kind == Micro {
 			if _, err := sources.Open("workloads/" + w.Program + ".c"); err != nil || w.Iterations <= 0 {
 				t.Errorf("%s: program %q not embedded (%v) or no default iterations", w.Name, w.Program, err)
