@@ -276,18 +276,25 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 	// While the host's CPUs are wanted elsewhere, neither side spins: the
 	// handler sleeps as soon as it has trapped (tsPark), and so does the
 	// sentry (spinpolicy.go). Otherwise the handler spins for its resume
-	// only in a pair whose sentry side holds a long spinner's place: with
-	// more threads than that trapping at once, spinning stubs took the
-	// CPUs their sentry threads needed: 5,000 stat calls shared by ten
-	// threads of one process took 42-144 ms on two CPUs, 42-79 with this;
-	// by two threads, 36-187 ms, 28-78 with this (one thread: 21-46 ms).
+	// only while no more threads than the host has CPUs wait in Switch:
+	// a pair's two sides take turns, so each such pair holds at most one
+	// CPU, and more than that many spinning stubs took the CPUs their
+	// sentry threads needed (5,000 stat calls shared by ten threads of one
+	// process took 42-144 ms on two CPUs, 53-93 with this). Fewer (one
+	// pair per two CPUs, as for the sentry's long spin) made each call of
+	// a second busy process, a pipe's reader say, wait for a futex wake:
+	// a pipe's throughput fell by a third.
 	policy := &c.stub.p.spin
 	spinning := policy.spinning()
 	park, spin := uint32(1), 0
 	if spinning {
 		spin = guestSpinIters
-		if longSpinners.Add(1) <= maxLongSpinners {
-			park, spin = 0, longSpinIters
+		n := longSpinners.Add(1)
+		if n <= maxLongSpinners {
+			spin = longSpinIters
+		}
+		if n <= maxSpinningStubs {
+			park = 0
 		}
 	}
 	atomic.StoreUint32(c.word(tsPark), park)

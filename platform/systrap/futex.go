@@ -100,10 +100,12 @@ func calibrateSpin() {
 // and a futex wake-up costs about as much, paid at every call. One long
 // spinner per two CPUs keeps one thread's hand-offs fast and bounds the CPU
 // spent on spinning; its yields give the CPU to any other runnable thread.
-// Only a long spinner's stub spins for its resume (Switch).
+// The first maxSpinningStubs waiters' stubs spin for their resume, the
+// others' sleep at once (Switch).
 var (
-	maxLongSpinners = int32(max(runtime.NumCPU()/2, 1))
-	longSpinners    atomic.Int32 // sentry threads now waiting for a guest thread
+	maxLongSpinners  = int32(max(runtime.NumCPU()/2, 1))
+	maxSpinningStubs = int32(runtime.NumCPU())
+	longSpinners     atomic.Int32 // sentry threads now waiting for a guest thread
 )
 
 // A spinning sentry thread yields its CPU every yieldEvery polls (about a
