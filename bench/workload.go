@@ -103,6 +103,10 @@ var Workloads = []Workload{
 		What: "1 GiB through a pipe from one process to another, in 64 KiB writes",
 	},
 	{
+		Name: "tcp-loopback", Kind: Micro, Unit: "ms/GiB", Program: "tcp-loopback", Iterations: 1024, Loaded: true,
+		What: "1 GiB over a TCP connection on 127.0.0.1 from one process to another, in 64 KiB writes",
+	},
+	{
 		Name: "fork-exec", Kind: Micro, Unit: "us/op", Program: "fork-exec", Iterations: 1000, Loaded: true,
 		What:  "fork, exec /bin/true and wait for it",
 		Needs: []string{"/bin/true"},
