@@ -144,7 +144,7 @@ var Workloads = []Workload{
 	},
 	{
 		Name: "noisy-neighbours", Kind: Fairness, Unit: "runs/s", Program: "repeat", Helpers: []string{"neighbour"},
-		What: "python3 -c pass started over and over in one sandbox, alone and beside three sandboxes under linux.resources limits " +
+		What: "the start-up of python3 -c pass over and over in one sandbox, alone and beside three sandboxes under linux.resources limits " +
 			"running a memory bomb, a fork bomb and a CPU hog: its throughput beside them over its throughput alone",
 		Argv: []string{"/usr/bin/python3", "-c", "pass"}, Needs: []string{"/usr/bin/python3", "/bin/sh"},
 	},
