@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/moat-sandbox/moat/internal/ocirun"
 )
 
@@ -88,8 +90,10 @@ type NeighbourStats struct {
 	// their wall time.
 	CPUs float64 `json:"cpus"`
 	// End is its container's status after the noisy rounds: running,
-	// or stopped if its sandbox died.
-	End string `json:"end"`
+	// or stopped if its sandbox died; Stderr is then the end of what
+	// the sandbox and the runtime wrote to its stderr, which says why.
+	End    string `json:"end"`
+	Stderr string `json:"stderr,omitempty"`
 }
 
 // measureFairness runs a Fairness workload under every OCI runtime.
@@ -219,6 +223,9 @@ func (s *session) fairnessCell(ctx context.Context, in *instance, w Workload, cg
 		}
 		if ns.End, err = containerStatus(in, n.id); err != nil {
 			return fc, err
+		}
+		if ns.End != string(specs.StateRunning) {
+			ns.Stderr = strings.TrimPrefix(tail(n.out.Stderr), ": ")
 		}
 		fc.Neighbours = append(fc.Neighbours, ns)
 	}

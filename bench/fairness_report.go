@@ -45,15 +45,19 @@ func writeFairnessMarkdown(w io.Writer, rep *Report, wr WorkloadResult) {
 	}
 	fmt.Fprintf(w, "\nWhat each neighbour did: its program's starts (a memory bomb's deaths plus one), the highest its\n")
 	fmt.Fprintf(w, "memory (MiB) and pids cgroups were seen at, the CPUs its cgroup used during the noisy rounds, and\n")
-	fmt.Fprintf(w, "its container's status after them:\n\n")
+	fmt.Fprintf(w, "its container's status after them (with, for one that stopped, the end of its stderr):\n\n")
 	fmt.Fprintf(w, "| runtime | neighbour | starts | peak memory | peak pids | CPUs | at the end |\n|---|---|--:|--:|--:|--:|---|\n")
 	for _, r := range wr.Results {
 		if r.Fairness == nil {
 			continue
 		}
 		for _, n := range r.Fairness.Neighbours {
+			end := n.End
+			if n.Stderr != "" {
+				end += ": " + n.Stderr
+			}
 			fmt.Fprintf(w, "| %s | %s | %d | %s | %d | %s | %s |\n", r.Runtime, n.Name, n.Starts,
-				formatValue(n.PeakMemoryMiB), n.PeakPids, formatValue(n.CPUs), n.End)
+				formatValue(n.PeakMemoryMiB), n.PeakPids, formatValue(n.CPUs), cell(end))
 		}
 	}
 	fmt.Fprintln(w)

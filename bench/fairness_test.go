@@ -169,7 +169,7 @@ func fairnessReport() *Report {
 						}}},
 				{Runtime: "moat", Status: StatusOK, Fairness: &FairnessCell{Status: StatusFailed, Reason: "memory bomb: not killed | at its limit"}},
 				{Runtime: "runsc", Status: StatusOK, Fairness: &FairnessCell{Status: StatusOK, Quiet: 28.5, Noisy: 31.3, Ratio: 1.1, Meets: true,
-					Neighbours: []NeighbourStats{{Name: memoryBomb, End: stopped}, {Name: cpuHog, End: running}}}},
+					Neighbours: []NeighbourStats{{Name: memoryBomb, End: stopped, Stderr: "sentry: out of memory | killed"}, {Name: cpuHog, End: running}}}},
 				{Runtime: "bwrap", Status: StatusSkipped, Reason: notRunReason(KindCommand, Fairness)},
 			}}},
 	}
@@ -189,7 +189,7 @@ func TestMarkdownShowsTheFairnessRatiosAndWhatTheNeighboursDid(t *testing.T) {
 		"| bwrap | skipped: the neighbours are sandboxes started through an OCI runtime's",
 		"| runc | memory bomb | 33 | 256 | 5 | 0.34 | running |",
 		"| runc | fork bomb | 1 | 41.8 | 128 | 0.52 | running |",
-		"| runsc | memory bomb | 0 | 0 | 0 | 0 | stopped |",
+		`| runsc | memory bomb | 0 | 0 | 0 | 0 | stopped: sentry: out of memory \| killed |`,
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
