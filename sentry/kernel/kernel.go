@@ -8,6 +8,7 @@ package kernel
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moat-sandbox/moat/platform"
@@ -57,6 +58,13 @@ type Kernel struct {
 	bootMono int64 // host CLOCK_MONOTONIC at boot, in ns: the guest's zero
 	bootTime time.Time
 	vdso     *vdsoPages
+
+	// hostRefusedClone is set once the host has refused the platform a
+	// new address space for a clone (cgroup pids.max, or memory): the
+	// guest gets EAGAIN each time, and the log says it only once, as a
+	// fork bomb would otherwise write a line per attempt to the host's
+	// log (thousands a second).
+	hostRefusedClone atomic.Bool
 
 	// treeMu guards the process tree: which tasks and processes exist
 	// (tasks, tgs, nextTID) and every ThreadGroup's tree fields.
