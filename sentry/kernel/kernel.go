@@ -61,9 +61,8 @@ type Kernel struct {
 
 	// hostRefusedClone is set once the host has refused the platform a
 	// new address space for a clone (cgroup pids.max, or memory): the
-	// guest gets EAGAIN each time, and the log says it only once, as a
-	// fork bomb would otherwise write a line per attempt to the host's
-	// log (thousands a second).
+	// guest gets EAGAIN each time, and the log says it once, as a fork
+	// bomb makes thousands a second.
 	hostRefusedClone atomic.Bool
 
 	// treeMu guards the process tree: which tasks and processes exist
@@ -121,6 +120,7 @@ func New(c Config) (*Kernel, error) {
 	if c.Log == nil {
 		c.Log = func(string, ...any) {}
 	}
+	c.Log = (&logLimiter{out: c.Log, now: time.Now}).log
 	k := &Kernel{Config: c, bootMono: hostMonotonic(), bootTime: time.Now(), nextTID: 1,
 		tasks: make(map[int32]*Task), nproc: make(map[uint32]int), tgs: make(map[int32]*ThreadGroup), done: make(chan struct{})}
 	var err error
