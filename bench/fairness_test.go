@@ -100,8 +100,15 @@ func writeCgroupFiles(t *testing.T, h cgroupHierarchy, path string, files map[st
 	if err := os.MkdirAll(h.dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Each file is replaced whole (a write and a rename), as a cgroup
+	// file reads: the watch may read it at any moment, and a file
+	// rewritten in place reads empty between its truncation and its write.
 	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(h.dir(path), name), []byte(data), 0o644); err != nil {
+		tmp := filepath.Join(h.dir(path), "."+name+".new")
+		if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(h.dir(path), name)); err != nil {
 			t.Fatal(err)
 		}
 	}
