@@ -349,7 +349,7 @@ func notRunReason(rt string, w Kind) string {
 }
 
 // cellResults is one Result per runtime of a workload measured in cells
-// of its own kind (density, fairness): fill puts runtime i's cells into
+// of its own kind (serve, density, fairness): fill puts runtime i's cells into
 // r where it ran the workload.
 func (s *session) cellResults(w Workload, runtimes []RuntimeInfo, fill func(i int, r *Result)) []Result {
 	var out []Result

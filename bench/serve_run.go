@@ -51,20 +51,7 @@ func (s *session) measureServe(ctx context.Context, w Workload, p plan, runtimes
 		}
 		s.cfg.Progress.Advance(1, fmt.Sprintf("%s: p50 %s p99 %s %s", what, formatValue(cr.P50), formatValue(cr.P99), w.Unit))
 	}
-	for i, info := range runtimes {
-		r := Result{Runtime: info.Name, Status: info.Status, Reason: info.Reason}
-		switch {
-		case info.Status == StatusSkipped:
-		case !runsWorkload(info.Kind, info.Serves, w.Kind):
-			r.Status, r.Reason = StatusSkipped, notRunReason(info.Kind, w.Kind)
-		default:
-			r.Cells = cells[i]
-		}
-		if s.cfg.Reproduce != nil {
-			r.Reproduce = s.cfg.Reproduce(info.Name, w.Name)
-		}
-		wr.Results = append(wr.Results, r)
-	}
+	wr.Results = s.cellResults(w, runtimes, func(i int, r *Result) { r.Cells = cells[i] })
 	return wr, nil
 }
 
