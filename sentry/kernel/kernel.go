@@ -8,7 +8,6 @@ package kernel
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/moat-sandbox/moat/platform"
@@ -58,12 +57,6 @@ type Kernel struct {
 	bootMono int64 // host CLOCK_MONOTONIC at boot, in ns: the guest's zero
 	bootTime time.Time
 	vdso     *vdsoPages
-
-	// hostRefusedClone is set once the host has refused the platform a
-	// new address space for a clone (cgroup pids.max, or memory): the
-	// guest gets EAGAIN each time, and the log says it once, as a fork
-	// bomb makes thousands a second.
-	hostRefusedClone atomic.Bool
 
 	// treeMu guards the process tree: which tasks and processes exist
 	// (tasks, tgs, nextTID) and every ThreadGroup's tree fields.

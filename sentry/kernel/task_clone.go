@@ -73,9 +73,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	} else {
 		as, err := k.Platform.NewAddressSpace()
 		if err != nil {
-			if k.hostRefusedClone.CompareAndSwap(false, true) {
-				t.Log("clone: %v (the guest gets EAGAIN; later refusals are not logged)", err)
-			}
+			t.Log("clone: %v", err)
 			return 0, unix.EAGAIN
 		}
 		m = t.mm.Fork(as, uintptr(t.regs.Rsp))
