@@ -124,7 +124,7 @@ var table = [...]Entry{
 	75:  full("fdatasync", Fdatasync),
 	76:  full("truncate", Truncate),
 	77:  full("ftruncate", Ftruncate),
-	78:  notYet("getdents", "the old getdents (getdents64 works): the file system, issue #9"),
+	78:  full("getdents", Getdents),
 	79:  full("getcwd", Getcwd),
 	80:  full("chdir", Chdir),
 	81:  full("fchdir", Fchdir),

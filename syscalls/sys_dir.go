@@ -12,41 +12,82 @@ import (
 
 // Getdents64 implements Linux syscall getdents64(2).
 func Getdents64(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return getdents(t, a, packDirent64)
+}
+
+// Getdents implements Linux syscall getdents(2), the old call whose
+// struct linux_dirent has d_type in its last byte.
+func Getdents(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return getdents(t, a, packDirent)
+}
+
+// getdents fills the caller's buffer with the directory's next entries,
+// each packed by pack: as many as fit, EINVAL if not even the first does.
+// Each record is copied out before the directory moves past it, so that a
+// buffer that faults consumes nothing it did not hold: EFAULT if the first
+// record faults, else the bytes written before, as Linux's filldir.
+func getdents(t *kernel.Task, a *arch.SyscallArgs, pack func(d vfs.Dirent, next int64) []byte) (uintptr, error) {
 	f, err := t.FDs().Get(a.Int(0))
 	if err != nil {
 		return 0, err
 	}
 	defer f.DecRef()
-	size := int(min(a[2], 1<<20))
-	buf := make([]byte, 0, size)
+	addr, size := a.Ptr(1), int(min(a[2], 1<<20))
 	root, _ := t.FS().Get()
+	written := 0
+	var copyErr error
 	tooSmall := false
 	err = f.IterDirents(root, func(d vfs.Dirent, next int64) bool {
-		// struct linux_dirent64: ino, off, reclen, type, name, NUL, padded to 8.
-		reclen := (19 + len(d.Name) + 1 + 7) &^ 7
-		if len(buf)+reclen > size {
-			tooSmall = len(buf) == 0
+		rec := pack(d, next)
+		if written+len(rec) > size {
+			tooSmall = written == 0
 			return false
 		}
-		rec := make([]byte, reclen)
-		binary.LittleEndian.PutUint64(rec[0:], d.Ino)
-		binary.LittleEndian.PutUint64(rec[8:], uint64(next))
-		binary.LittleEndian.PutUint16(rec[16:], uint16(reclen))
-		rec[18] = d.Type
-		copy(rec[19:], d.Name)
-		buf = append(buf, rec...)
+		if _, err := t.CopyOut(addr+uintptr(written), rec); err != nil {
+			copyErr = err
+			return false
+		}
+		written += len(rec)
 		return true
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return 0, err
-	}
-	if tooSmall {
+	case written > 0:
+		return uintptr(written), nil
+	case copyErr != nil:
+		return 0, copyErr
+	case tooSmall:
 		return 0, unix.EINVAL
 	}
-	if _, err := t.CopyOut(a.Ptr(1), buf); err != nil {
-		return 0, err
-	}
-	return uintptr(len(buf)), nil
+	return 0, nil
+}
+
+// packDirent64 is a struct linux_dirent64: ino, off, reclen, type, name,
+// NUL, padded to 8.
+func packDirent64(d vfs.Dirent, next int64) []byte {
+	reclen := (19 + len(d.Name) + 1 + 7) &^ 7
+	rec := make([]byte, reclen)
+	binary.LittleEndian.PutUint64(rec[0:], d.Ino)
+	binary.LittleEndian.PutUint64(rec[8:], uint64(next))
+	binary.LittleEndian.PutUint16(rec[16:], uint16(reclen))
+	rec[18] = d.Type
+	copy(rec[19:], d.Name)
+	return rec
+}
+
+// packDirent is a struct linux_dirent: ino, off, reclen, name, NUL,
+// padding to 8, and the type in the record's last byte (Linux's filldir
+// makes room for the NUL and the type byte before it aligns).
+func packDirent(d vfs.Dirent, next int64) []byte {
+	reclen := (18 + len(d.Name) + 2 + 7) &^ 7
+	rec := make([]byte, reclen)
+	binary.LittleEndian.PutUint64(rec[0:], d.Ino)
+	binary.LittleEndian.PutUint64(rec[8:], uint64(next))
+	binary.LittleEndian.PutUint16(rec[16:], uint16(reclen))
+	copy(rec[18:], d.Name)
+	rec[reclen-1] = d.Type
+	return rec
 }
 
 // Getcwd implements Linux syscall getcwd(2): ENOENT once the directory is
