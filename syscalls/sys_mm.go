@@ -167,12 +167,30 @@ func Msync(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 // Mlock implements Linux syscall mlock(2). Guest memory is never swapped
 // out by the sentry, so locking marks the mappings for /proc.
 func Mlock(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return 0, t.MM().Mlock(a.Ptr(0), a.Ptr(1), true)
+	return 0, t.MM().Mlock(a.Ptr(0), a.Ptr(1), true, false)
+}
+
+// Mlock2 implements Linux syscall mlock2(2): mlock, or with MLOCK_ONFAULT
+// a lock that leaves the pages to be made resident as they are touched.
+func Mlock2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	flags := a.Uint(2)
+	if flags&^unix.MLOCK_ONFAULT != 0 {
+		return 0, unix.EINVAL
+	}
+	return 0, t.MM().Mlock(a.Ptr(0), a.Ptr(1), true, flags&unix.MLOCK_ONFAULT != 0)
+}
+
+// Mseal implements Linux syscall mseal(2), which takes no flags yet.
+func Mseal(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if a[2] != 0 {
+		return 0, unix.EINVAL
+	}
+	return 0, t.MM().Mseal(a.Ptr(0), a.Ptr(1))
 }
 
 // Munlock implements Linux syscall munlock(2).
 func Munlock(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return 0, t.MM().Mlock(a.Ptr(0), a.Ptr(1), false)
+	return 0, t.MM().Mlock(a.Ptr(0), a.Ptr(1), false, false)
 }
 
 // Mlockall implements Linux syscall mlockall(2).

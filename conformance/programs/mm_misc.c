@@ -10,14 +10,17 @@
  * (all) mapped; mlock of one page makes it resident and shows in VmLck,
  * munlock undoes that, ENOMEM for unmapped memory; mlockall(MCL_CURRENT)
  * locks what is mapped, munlockall unlocks it; mlockall EINVAL for no flags,
- * an unknown flag and MCL_ONFAULT alone.
+ * an unknown flag and MCL_ONFAULT alone; mlock2 with no flags locks and
+ * faults in as mlock does, with MLOCK_ONFAULT locks (VmLck counts the
+ * range) and leaves untouched pages out of memory until touched; EINVAL
+ * for an unknown mlock2 flag, ENOMEM for unmapped memory.
  *
  * Locking is limited by RLIMIT_MEMLOCK for processes without CAP_IPC_LOCK
  * (runc drops every capability), so the soft limit is raised to the hard one
  * first; a hard limit smaller than the program (about 1 MiB) would fail
  * mlockall here. Linux's default is 8 MiB.
  */
-// covers: msync mlock munlock mlockall munlockall mincore
+// covers: msync mlock mlock2 munlock mlockall munlockall mincore
 #include "check.h"
 
 #include <stdint.h>
@@ -100,6 +103,31 @@ static void test_mlock(void)
 	munmap(p, page);
 }
 
+static void test_mlock2(void)
+{
+	char *p = (char *)CHECK_OK(mmap(NULL, 3 * page, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+
+	CHECK_EQ(syscall(SYS_mlock2, p, page, 0), 0);
+	CHECK_EQ(resident(p), 1);
+	CHECK_STR(proc_status("VmLck"), "4 kB");
+	/* On fault: locked, but not faulted in until touched. */
+	CHECK_EQ(syscall(SYS_mlock2, p + page, 2 * page, MLOCK_ONFAULT), 0);
+	CHECK_STR(proc_status("VmLck"), "12 kB");
+	CHECK_EQ(resident(p + page), 0);
+	p[page] = 1;
+	CHECK_EQ(resident(p + page), 1);
+	CHECK_EQ(resident(p + 2 * page), 0);
+	CHECK_ERR(syscall(SYS_mlock2, p, page, 2), EINVAL);
+	CHECK_ERR(syscall(SYS_mlock2, p, page, MLOCK_ONFAULT | 0x100), EINVAL);
+	CHECK_EQ(syscall(SYS_munlock, p, 3 * page), 0);
+	CHECK_STR(proc_status("VmLck"), "0 kB");
+	CHECK_OK(munmap(p + 2 * page, page));
+	CHECK_ERR(syscall(SYS_mlock2, p + 2 * page, page, 0), ENOMEM);
+	CHECK_ERR(syscall(SYS_mlock2, p + 2 * page, page, MLOCK_ONFAULT), ENOMEM);
+	munmap(p, 2 * page);
+}
+
 static void test_mlockall(void)
 {
 	const char *lck;
@@ -132,6 +160,7 @@ int main(int argc, char **argv)
 	}
 	test_msync();
 	test_mlock();
+	test_mlock2();
 	test_mlockall();
 	return check_finish();
 }

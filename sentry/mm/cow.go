@@ -23,12 +23,12 @@ const (
 // Fork returns a copy of m in address space as, as fork(2) makes it: private
 // pages are shared copy-on-write by both, shared mappings stay shared;
 // private writable pages near sp (the forking thread's stack pointer) and
-// where earlier children wrote are copied. Locks are not inherited.
+// where earlier children wrote are copied. Locks are not inherited, seals are.
 func (m *MemoryManager) Fork(as platform.AddressSpace, sp uintptr) *MemoryManager {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := &MemoryManager{mf: m.mf, as: as, maxAddr: m.maxAddr, mmapBase: m.mmapBase, brkBase: m.brkBase, brk: m.brk,
-		users: 1, Layout: m.Layout, parent: m}
+		users: 1, Layout: m.Layout, parent: m, anySealed: m.anySealed}
 	c.vmas.s = append([]vma(nil), m.vmas.s...)
 	for k := range c.vmas.s {
 		c.vmas.s[k].locked = false

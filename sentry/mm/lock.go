@@ -7,9 +7,11 @@ import "golang.org/x/sys/unix"
 // (VmLck), and the marks follow the mappings through splits and moves as
 // Linux's VM_LOCKED does.
 
-// Mlock marks [addr, addr+length) locked or unlocked (mlock(2), munlock(2));
-// addr is rounded down to a page.
-func (m *MemoryManager) Mlock(addr, length uintptr, lock bool) error {
+// Mlock marks [addr, addr+length) locked or unlocked (mlock(2), munlock(2),
+// mlock2(2)); addr is rounded down to a page. Locking makes the pages
+// resident, unless onFault (MLOCK_ONFAULT) leaves them to be locked as
+// they are touched.
+func (m *MemoryManager) Mlock(addr, length uintptr, lock, onFault bool) error {
 	end, ok := pageRoundUp(addr + length)
 	if !ok || addr+length < addr {
 		return unix.ENOMEM
@@ -24,7 +26,7 @@ func (m *MemoryManager) Mlock(addr, length uintptr, lock bool) error {
 	for k := i; k < j; k++ {
 		m.vmas.s[k].locked = lock
 	}
-	if lock {
+	if lock && !onFault {
 		m.populateLocked(start, end)
 	}
 	return nil

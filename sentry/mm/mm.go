@@ -40,6 +40,7 @@ type MemoryManager struct {
 	brkBase    uintptr // start of the heap; 0 until the loader sets it
 	brk        uintptr // current program break
 	lockFuture bool    // mlockall(MCL_FUTURE): new mappings start locked
+	anySealed  bool    // some vma is sealed: only then do unmap, mprotect and mremap look
 
 	users int // tasks using this address space; the last one releases it
 

@@ -69,6 +69,9 @@ func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 		if !o.Fixed && !m.vmas.free(addr, addr+length) {
 			return 0, unix.EEXIST
 		}
+		if m.sealedLocked(addr, addr+length) {
+			return 0, unix.EPERM
+		}
 	} else {
 		addr, ok = m.findRange(pageRoundDown(o.Addr), length)
 		if !ok {
@@ -351,6 +354,9 @@ func (m *MemoryManager) Munmap(addr, length uintptr) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.sealedLocked(addr, addr+length) {
+		return unix.EPERM
+	}
 	m.removeLocked(addr, addr+length, true)
 	return nil
 }
@@ -374,6 +380,9 @@ func (m *MemoryManager) Mprotect(addr, length uintptr, prot platform.Prot) error
 	defer m.mu.Unlock()
 	if !m.vmas.covered(addr, end) {
 		return unix.ENOMEM
+	}
+	if m.sealedLocked(addr, end) {
+		return unix.EPERM
 	}
 	vi, vj := m.vmas.span(addr, end)
 	for _, v := range m.vmas.s[vi:vj] {
@@ -431,6 +440,9 @@ func (m *MemoryManager) Brk(addr uintptr) uintptr {
 		m.vmas.insert(v)
 		m.insertPmasLocked(&v, ps)
 	case newEnd < oldEnd:
+		if m.sealedLocked(newEnd, oldEnd) {
+			return m.brk
+		}
 		m.removeLocked(newEnd, oldEnd, true)
 	}
 	m.brk = addr
@@ -460,6 +472,9 @@ func (m *MemoryManager) Mremap(oldAddr, oldLen, newLen uintptr, flags int, newAd
 	v, ok := m.vmas.lookup(oldAddr)
 	if !ok || !m.vmas.covered(oldAddr, oldAddr+oldLen) {
 		return 0, unix.EFAULT
+	}
+	if m.sealedLocked(oldAddr, oldAddr+oldLen) || (flags&mremapFixed != 0 && m.sealedLocked(newAddr, newAddr+newLen)) {
+		return 0, unix.EPERM
 	}
 	like := *v
 	if flags&mremapFixed == 0 {
@@ -583,6 +598,9 @@ func (m *MemoryManager) DontNeed(addr, length uintptr) error {
 	defer m.mu.Unlock()
 	if !m.vmas.covered(addr, end) {
 		return unix.ENOMEM
+	}
+	if m.discardSealedLocked(addr, end) {
+		return unix.EPERM
 	}
 	vi, vj := m.vmas.isolate(addr, end)
 	for k := vi; k < vj; k++ {

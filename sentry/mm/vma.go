@@ -10,6 +10,7 @@ type vma struct {
 	maxProt    platform.Prot // what mprotect may grant (a read-only file caps it)
 	shared     bool          // MAP_SHARED: a fork shares the pages instead of copying them
 	locked     bool          // mlock'ed (VM_LOCKED)
+	sealed     bool          // mseal'ed (VM_SEALED): never unmapped, moved or reprotected
 	growsDown  bool          // a stack: a fault just below it grows it (VM_GROWSDOWN)
 	name       string        // for /proc/<pid>/maps: a path, "[heap]", "[stack]" or ""
 	file       FileSource    // the file the pages came from, nil for anonymous memory
