@@ -83,15 +83,21 @@ func (l *Limits) all() [NumLimits]Limit {
 // holders of CAP_SYS_RESOURCE or CAP_SYS_ADMIN. A task that changes its
 // real uid moves to that uid's count (recountNPROC).
 func (k *Kernel) mayAddTaskLocked(t *Task, limit uint64) bool {
-	c := t.creds
+	uid, ok := k.nprocRoomLocked(t.creds, limit)
+	t.nprocUID = uid
+	return ok
+}
+
+// nprocRoomLocked reports whether RLIMIT_NPROC leaves room for one more
+// task of c's real user, and that user.
+func (k *Kernel) nprocRoomLocked(c *Credentials, limit uint64) (uint32, bool) {
 	c.Lock()
 	uid, eff := c.UID, c.CapEffective
 	c.Unlock()
-	t.nprocUID = uid
 	if uid == 0 || eff&(1<<unix.CAP_SYS_RESOURCE|1<<unix.CAP_SYS_ADMIN) != 0 {
-		return true
+		return uid, true
 	}
-	return uint64(k.nproc[uid]) < limit
+	return uid, uint64(k.nproc[uid]) < limit
 }
 
 // recountNPROC moves t to the RLIMIT_NPROC count of its real uid, after

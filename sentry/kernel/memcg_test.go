@@ -144,10 +144,17 @@ func TestPidsMaxRefusesForkAndThreadsWithEAGAINCountingZombies(t *testing.T) {
 			t.Errorf("pids.current = %d, want 3", got)
 		}
 		// Root with every capability is held to pids.max all the same.
+		spaces := len(s.Platform.AddressSpaces())
 		r, errno := g.Fork(noChild(t))
 		expectErrno(t, "fork past pids.max", uintptr(r), errno, unix.EAGAIN)
 		r2, _, errno := g.Thread(noChild(t))
 		expectErrno(t, "a thread past pids.max", uintptr(r2), errno, unix.EAGAIN)
+		// Refused before anything is made: on the host an address space
+		// is a stub process, which a fork bomb would make and kill in a
+		// loop, past the host cgroup's backstop.
+		if n := len(s.Platform.AddressSpaces()); n != spaces {
+			t.Errorf("refused forks made %d address spaces", n-spaces)
+		}
 		send(t, g, releaseW, 1)
 		send(t, g, releaseW, 1)
 		g.Join(tidAddr)

@@ -46,6 +46,9 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	case !ValidSignal(o.ExitSignal) && o.ExitSignal != 0:
 		return 0, unix.EINVAL
 	}
+	if !t.k.mayCloneNow(t) {
+		return 0, unix.EAGAIN
+	}
 	if err := t.checkNewNamespaces(f); err != nil {
 		return 0, err
 	}
@@ -254,6 +257,21 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 }
 
 // releaseVfork lets a vfork parent go on (the child execs or exits).
+// mayCloneNow is the limits' verdict on a new task before any of it is
+// made, as Linux checks RLIMIT_NPROC before copying the memory: on the
+// host a new address space or thread is a stub process or thread, so a
+// fork bomb pressing on pids.max would otherwise make and kill a stub for
+// every refused fork, at the host's cost and past the host cgroup's
+// pids backstop (dying stubs count there until reaped). Clone asks again
+// under the same lock once the task is made, for the forks racing it.
+func (k *Kernel) mayCloneNow(t *Task) bool {
+	limit := t.tg.limits.Get(unix.RLIMIT_NPROC).Cur
+	k.treeMu.Lock()
+	defer k.treeMu.Unlock()
+	_, ok := k.nprocRoomLocked(t.creds, limit)
+	return ok && !k.pidsFullLocked()
+}
+
 func (t *Task) releaseVfork() {
 	if t.vforkDone != nil {
 		close(t.vforkDone)
