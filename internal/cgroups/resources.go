@@ -23,13 +23,17 @@ const SentryMemoryMargin = 64 << 20
 // The host cgroup's pids.max for a guest limit of n tasks is
 // n*hostTasksPerGuestTask + SentryTaskMargin. On the host each guest
 // thread is a stub thread and each guest address space a stub process
-// with a thread of its own that serves the sentry's requests; beside them
-// run the sentry's and the gofer's Go threads and the stubs kept ready.
-// The sentry counts guest tasks itself (fork fails with EAGAIN there);
-// the host limit is the backstop that keeps a sentry bug from forking the
-// host out of pids, and must never fire first.
+// with a thread of its own that serves the sentry's requests: two for a
+// process. The third is the sentry's: each guest task is a goroutine,
+// and one blocked in a host call (a pread on a bind mount's file, say)
+// holds a Go thread of its own. Beside them run the sentry's and the
+// gofer's other threads and the stubs kept ready. The sentry counts
+// guest tasks itself (fork fails with EAGAIN there); the host limit is
+// the backstop that keeps a sentry bug from forking the host out of
+// pids, and must never fire first: when it does, the sentry's Go runtime
+// cannot start a thread and aborts, and the sandbox dies with it.
 const (
-	hostTasksPerGuestTask = 2
+	hostTasksPerGuestTask = 3
 	SentryTaskMargin      = 128
 )
 
