@@ -107,6 +107,10 @@ var Workloads = []Workload{
 		What: "1 GiB over a TCP connection on 127.0.0.1 from one process to another, in 64 KiB writes",
 	},
 	{
+		Name: "tcp-connect", Kind: Micro, Unit: "us/op", Program: "tcp-connect", Iterations: 5000, Loaded: true,
+		What: "a new TCP connection on 127.0.0.1 to another process: connect, a one-byte request and reply, close",
+	},
+	{
 		Name: "fork-exec", Kind: Micro, Unit: "us/op", Program: "fork-exec", Iterations: 1000, Loaded: true,
 		What:  "fork, exec /bin/true and wait for it",
 		Needs: []string{"/bin/true"},
