@@ -129,6 +129,11 @@ var Workloads = []Workload{
 	fileIO("git-status-bind", "git-status", dataDir, 10, "git status in a 5,000-file repository on a bind mount", "/usr/bin/git"),
 	fileIO("untar-bind", "untar", dataDir, 3, "tar xf of a 100 MiB archive of 100 files, onto a bind mount", "/bin/tar"),
 	{
+		Name: "ls", Kind: Wall, Unit: "ms",
+		What: "whole-container run of ls -l /usr/bin: an agent's commonest tool call, a directory listed with a stat of each entry",
+		Argv: []string{"/bin/ls", "-l", "/usr/bin"}, Needs: []string{"/bin/ls"},
+	},
+	{
 		Name: "python3-pass", Kind: Wall, Unit: "ms",
 		What: "whole-container run of python3 -c pass: interpreter start-up, hundreds of file opens and mmaps",
 		Argv: []string{"/usr/bin/python3", "-c", "pass"}, Needs: []string{"/usr/bin/python3"},
