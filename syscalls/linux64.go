@@ -23,6 +23,7 @@ const (
 	noteMount           = "with CAP_SYS_ADMIN, in the caller's mount tree (never the host's): new tmpfs, proc, sysfs, cgroup2 (empty), mqueue and devpts instances, bind mounts (MS_REC), remounts of the per-mount flags; propagation changes are accepted and mean nothing (every mount is private); MS_MOVE answers EINVAL, other types ENODEV"
 	notePtrace          = "between the sandbox's tasks, under YAMA's ptrace_scope 1; hardware breakpoints and watchpoints are not armed (a DR7 that enables one is ENOSPC), PTRACE_PEEKSIGINFO, PTRACE_GET_THREAD_AREA, PTRACE_SINGLEBLOCK and the seccomp requests answer EIO, there is no PTRACE_EVENT_SECCOMP, and segment registers cannot be changed"
 	noteReserved        = "reserved: Linux has never implemented it and answers ENOSYS"
+	noteAdjtimex        = "reads the state of a clock no NTP daemon disciplines (STA_UNSYNC, TIME_ERROR), which the sandbox's is: the host's clock, never adjusted from inside; any mode that sets answers EPERM, CAP_SYS_TIME over the host's clock being never granted"
 	noteOneNode         = "the sandbox has one memory node: Linux built without NUMA answers ENOSYS, which libnuma reads as NUMA unavailable"
 )
 
@@ -38,7 +39,6 @@ const (
 	areaAIO        = "Linux AIO, issue #14"
 	areaMemory     = "memory management; no issue plans it yet"
 	areaFutex2     = "the futex2 calls; no issue plans them yet"
-	areaClockState = "the clocks' NTP state (reading it needs no privilege); no issue plans it yet"
 	areaQuotas     = "disk quotas; no issue plans them yet"
 )
 
@@ -205,7 +205,7 @@ var table = [...]Entry{
 	156: byDesign("_sysctl", unix.ENOSYS, "removed from Linux (5.5), which answers ENOSYS; /proc/sys is the interface"),
 	157: partial("prctl", Prctl, "names, pdeathsig (recorded), dumpable, keepcaps, no_new_privs, seccomp, child subreaper, timer slack, THP, capbset read; other options EINVAL"),
 	158: partial("arch_prctl", ArchPrctl, "ARCH_SET_CPUID answers ENODEV: no CPUID faulting"),
-	159: notYet("adjtimex", areaClockState),
+	159: partial("adjtimex", Adjtimex, noteAdjtimex),
 	160: full("setrlimit", Setrlimit),
 	161: needsPrivilege("chroot", unix.EPERM, "CAP_SYS_CHROOT", "until chroot inside the sandbox (issue #14)"),
 	162: full("sync", Sync),
@@ -351,7 +351,7 @@ var table = [...]Entry{
 	302: full("prlimit64", Prlimit64),
 	303: byDesign("name_to_handle_at", unix.EOPNOTSUPP, "the sandbox's file systems give no file handles, as Linux answers for one that cannot export them"),
 	304: needsPrivilege("open_by_handle_at", unix.EPERM, "CAP_DAC_READ_SEARCH", ""),
-	305: notYet("clock_adjtime", areaClockState),
+	305: partial("clock_adjtime", ClockAdjtime, noteAdjtimex),
 	306: full("syncfs", Syncfs),
 	307: partial("sendmmsg", Sendmmsg, noteSendmsg),
 	308: partial("setns", Setns, noteNamespaces),
@@ -370,7 +370,7 @@ var table = [...]Entry{
 	321: byDesign("bpf", unix.EPERM, "eBPF runs in the host's kernel; Linux gives EPERM without CAP_BPF when unprivileged_bpf_disabled is set (Debian's default)"),
 	322: full("execveat", Execveat),
 	323: notYet("userfaultfd", "userfaultfd, issue #14"),
-	324: notYet("membarrier", "membarrier, issue #14"),
+	324: full("membarrier", Membarrier),
 	325: full("mlock2", Mlock2),
 	326: full("copy_file_range", CopyFileRange),
 	327: notYet("preadv2", areaFiles),

@@ -200,3 +200,81 @@ func Times(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	return uintptr(int64(t.Kernel().Uptime()) / (1e9 / linuxabi.USER_HZ)), nil
 }
+
+// The adjtimex modes the sentry reads (Linux's <linux/timex.h>, where
+// ADJ_ADJTIME and ADJ_OFFSET_READONLY are the kernel's halves of the
+// user-space ADJ_OFFSET_SINGLESHOT and ADJ_OFFSET_SS_READ).
+const (
+	adjOffsetSingleshot = 0x0001
+	adjOffsetReadonly   = 0x2000
+	adjAdjtime          = 0x8000
+	userHZ              = 100
+)
+
+// Adjtimex implements Linux syscall adjtimex(2), reading only.
+func Adjtimex(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	return adjtimex(t, a.Ptr(0))
+}
+
+// ClockAdjtime implements Linux syscall clock_adjtime(2): CLOCK_REALTIME
+// is adjtimex's clock; the other clocks cannot be adjusted (EOPNOTSUPP),
+// and a clock file descriptor names no PTP clock in the sandbox (EINVAL).
+func ClockAdjtime(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	id, addr := a.Int(0), a.Ptr(1)
+	var tx unix.Timex
+	if err := copyInStruct(t, addr, &tx); err != nil {
+		return 0, err // Linux reads the request before it looks at the clock
+	}
+	switch {
+	case id == unix.CLOCK_REALTIME:
+		return adjtimex(t, addr)
+	case id < 0 && id&7 == 3: // CLOCKFD: a posix-clock device's descriptor
+		return 0, unix.EINVAL
+	case id < 0: // a CPU clock
+		return 0, unix.EOPNOTSUPP
+	case id <= unix.CLOCK_TAI && id != 10: // 10 was CLOCK_SGI_CYCLE
+		return 0, unix.EOPNOTSUPP
+	}
+	return 0, unix.EINVAL
+}
+
+// adjtimex answers the adjtimex request at addr. The guest's realtime
+// clock is the host's, which nothing in the sandbox disciplines: the state
+// is that of a Linux clock no NTP daemon has synchronised (as at boot):
+// STA_UNSYNC, the phase limit as error bounds, no offset or frequency
+// correction, TIME_ERROR as the result. Only reading modes are accepted;
+// the others need CAP_SYS_TIME over the host's clock, which the sandbox
+// never grants (EPERM), after Linux's own checks of the request.
+func adjtimex(t *kernel.Task, addr uintptr) (uintptr, error) {
+	var tx unix.Timex
+	if err := copyInStruct(t, addr, &tx); err != nil {
+		return 0, err
+	}
+	if tx.Modes&adjAdjtime != 0 {
+		if tx.Modes&adjOffsetSingleshot == 0 {
+			return 0, unix.EINVAL
+		}
+		if tx.Modes&adjOffsetReadonly == 0 {
+			return 0, unix.EPERM
+		}
+	} else if tx.Modes != 0 {
+		return 0, unix.EPERM
+	}
+	const phaseLimit = 16000000 // NTP_PHASE_LIMIT, µs: the error bound of an unsynchronised clock
+	now, _ := t.Kernel().ClockGettime(unix.CLOCK_REALTIME, t)
+	out := unix.Timex{
+		Modes:     tx.Modes,
+		Maxerror:  phaseLimit,
+		Esterror:  phaseLimit,
+		Status:    unix.STA_UNSYNC,
+		Constant:  2,         // Linux's initial time_constant
+		Precision: 1,         // µs
+		Tolerance: 500 << 16, // MAXFREQ_SCALED: 500 ppm, scaled by 2^16
+		Time:      unix.Timeval{Sec: now.Sec, Usec: now.Nsec / 1000},
+		Tick:      1000000 / userHZ,
+	}
+	if err := copyOutStruct(t, addr, &out); err != nil {
+		return 0, err
+	}
+	return unix.TIME_ERROR, nil
+}

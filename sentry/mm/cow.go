@@ -29,6 +29,7 @@ func (m *MemoryManager) Fork(as platform.AddressSpace, sp uintptr) *MemoryManage
 	defer m.mu.Unlock()
 	c := &MemoryManager{mf: m.mf, as: as, maxAddr: m.maxAddr, mmapBase: m.mmapBase, brkBase: m.brkBase, brk: m.brk,
 		users: 1, Layout: m.Layout, parent: m, anySealed: m.anySealed}
+	c.membarrier.Store(m.membarrier.Load())
 	c.vmas.s = append([]vma(nil), m.vmas.s...)
 	for k := range c.vmas.s {
 		c.vmas.s[k].locked = false

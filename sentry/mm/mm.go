@@ -15,6 +15,7 @@ package mm
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/moat-sandbox/moat/platform"
 	"github.com/moat-sandbox/moat/sentry/memfile"
@@ -41,6 +42,8 @@ type MemoryManager struct {
 	brk        uintptr // current program break
 	lockFuture bool    // mlockall(MCL_FUTURE): new mappings start locked
 	anySealed  bool    // some vma is sealed: only then do unmap, mprotect and mremap look
+
+	membarrier atomic.Uint32 // membarrier registrations (membarrier.go)
 
 	users int // tasks using this address space; the last one releases it
 
