@@ -69,7 +69,7 @@ func (c *Creds) maySearch(dir *Dentry) error {
 	if c.searchesAll() {
 		return nil
 	}
-	st, err := dir.inode.Stat()
+	st, err := accessStat(dir.inode)
 	if err != nil {
 		return err
 	}

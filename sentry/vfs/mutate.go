@@ -209,6 +209,15 @@ func (d *Dentry) addChildLocked(name string, ino Inode, mode uint32) *Dentry {
 	return c
 }
 
+// existsLocked forgets that name was found absent in d when the file
+// system, asked to make it, answered EEXIST (err): it was made behind the
+// sandbox since, and the next look-up is to find it. d.mu is held.
+func (d *Dentry) existsLocked(name string, err error) {
+	if err == unix.EEXIST {
+		delete(d.absent, name)
+	}
+}
+
 // dropChildLocked forgets c, the child name of d; d.mu is held.
 func (d *Dentry) dropChildLocked(name string, c *Dentry) {
 	if d.children[name] == c {
@@ -260,7 +269,7 @@ func create(c *Creds, t Target, mode uint32, mk func(w DirWriter, mode, uid, gid
 	if err != nil {
 		return Path{}, err
 	}
-	st, err := d.inode.Stat()
+	st, err := accessStat(d.inode)
 	if err != nil {
 		return Path{}, err
 	}
@@ -272,6 +281,7 @@ func create(c *Creds, t Target, mode uint32, mk func(w DirWriter, mode, uid, gid
 	defer d.mu.Unlock()
 	ino, err := mk(w, mode, uid, gid)
 	if err != nil {
+		d.existsLocked(t.Name, err)
 		return Path{}, err
 	}
 	ev.name(d, unix.IN_CREATE|dirFlag(mode&unix.S_IFMT == unix.S_IFDIR), t.Name, 0)
@@ -373,7 +383,7 @@ func Link(c *Creds, old Path, t Target) error {
 			return unix.EPERM
 		}
 	}
-	st, err := d.inode.Stat()
+	st, err := accessStat(d.inode)
 	if err != nil {
 		return err
 	}
@@ -389,6 +399,7 @@ func Link(c *Creds, old Path, t Target) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := w.Link(t.Name, old.Dentry.inode); err != nil {
+		d.existsLocked(t.Name, err)
 		return err
 	}
 	ev.inode(old.Dentry, unix.IN_ATTRIB)
@@ -404,12 +415,15 @@ func (c *Creds) mayDelete(dst *Stat, victim *Dentry, isDir bool) error {
 	if err := c.Permission(dst, MayWrite|MayExec); err != nil {
 		return err
 	}
-	vst, err := victim.inode.Stat()
-	if err != nil {
-		return err
-	}
-	if dst.Mode&unix.S_ISVTX != 0 && vst.UID != c.FSUID && dst.UID != c.FSUID && !c.capable(unix.CAP_FOWNER) {
-		return unix.EPERM
+	// The victim's owner matters only in a sticky directory (check_sticky).
+	if dst.Mode&unix.S_ISVTX != 0 && dst.UID != c.FSUID && !c.capable(unix.CAP_FOWNER) {
+		vst, err := accessStat(victim.inode)
+		if err != nil {
+			return err
+		}
+		if vst.UID != c.FSUID {
+			return unix.EPERM
+		}
 	}
 	if isDir && !victim.isDir {
 		return unix.ENOTDIR
@@ -461,7 +475,7 @@ func remove(c *Creds, t Target, isDir bool) error {
 		}
 		return unix.ENOTDIR
 	}
-	st, err := d.inode.Stat()
+	st, err := accessStat(d.inode)
 	if err != nil {
 		return err
 	}
@@ -593,11 +607,11 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 	if victim != nil && victim.inode == old.inode {
 		return nil // two names of one file: nothing to do
 	}
-	ost, err := od.inode.Stat()
+	ost, err := accessStat(od.inode)
 	if err != nil {
 		return err
 	}
-	nst, err := nd.inode.Stat()
+	nst, err := accessStat(nd.inode)
 	if err != nil {
 		return err
 	}
@@ -621,7 +635,7 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 			if moved == nil || !moved.isDir || moved == victim && !exchange {
 				continue
 			}
-			st, err := moved.inode.Stat()
+			st, err := accessStat(moved.inode)
 			if err != nil {
 				return err
 			}
@@ -641,6 +655,9 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 		defer nd.mu.Unlock()
 	}
 	if err := w.Rename(from.Name, nd.inode, to.Name, flags); err != nil {
+		if victim == nil {
+			nd.existsLocked(to.Name, err)
+		}
 		return err
 	}
 	ev.renamed(od, from.Name, nd, to.Name, old, victim, exchange, lastVictim)

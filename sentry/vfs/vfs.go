@@ -83,6 +83,25 @@ type Volatile interface {
 	Volatile() bool
 }
 
+// AccessStater is implemented by inodes whose Stat may have to ask their
+// file system again for times, sizes or link counts that a change of the
+// sandbox's own made old, while the attributes a permission check reads
+// (type, mode, owner, group) are as current as Stat's would be: no change
+// the sandbox makes moves those without telling the inode. Permission
+// checks ask AccessStat, so that a directory just written to is not asked
+// again for its times before the next name is made in it.
+type AccessStater interface {
+	AccessStat() (Stat, error)
+}
+
+// accessStat returns the attributes a permission check on ino reads.
+func accessStat(ino Inode) (Stat, error) {
+	if a, ok := ino.(AccessStater); ok {
+		return a.AccessStat()
+	}
+	return ino.Stat()
+}
+
 // DirentType converts S_IFMT bits to a DT_* value.
 func DirentType(mode uint32) uint8 {
 	switch mode & unix.S_IFMT {

@@ -40,6 +40,27 @@ func (i *inode) Stat() (vfs.Stat, error) {
 	return i.attr, nil
 }
 
+// AccessStat implements vfs.AccessStater: the cached attributes, even when
+// stale. What makes them stale (a name made or removed in a directory, a
+// rename, a truncation, a read that moves the access time) changes times,
+// sizes and link counts, never the type, mode or owner, which only
+// SetAttr changes here, and SetAttr records the gofer's answer. So the
+// mode and owner a permission check reads are exactly as current as those
+// of a file the sandbox has not touched, which the cache answers for until
+// it changes it (docs/architecture.md: a host's chmod behind the sandbox is
+// seen no sooner). A file open for writing answers from its descriptor, as
+// Stat does: a host write may clear its set-id bits.
+func (i *inode) AccessStat() (vfs.Stat, error) {
+	i.attrMu.Lock()
+	writing := len(i.writers) > 0
+	st := i.attr
+	i.attrMu.Unlock()
+	if writing {
+		return i.Stat()
+	}
+	return st, nil
+}
+
 // setAttrLocked records st, the host's attributes, in the guest's terms.
 func (i *inode) setAttrLocked(st vfs.Stat) {
 	st.Dev = i.fs.dev

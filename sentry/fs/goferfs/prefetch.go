@@ -78,6 +78,37 @@ func (i *inode) prefetched(dn gofer.NodeID, name string) (e gofer.WalkEntry, fou
 	return e, false, false
 }
 
+// madeEmpty records that directory i was just made by the sandbox, and so
+// has no entries: look-ups in it are answered as a complete walk of it
+// would answer them, for as long (negativeTTL), without the walk. An agent
+// unpacking or cloning a tree makes each name in a directory it just made,
+// and each name made is first looked up (vfs: EEXIST if it is there).
+func (i *inode) madeEmpty() {
+	i.pfMu.Lock()
+	i.pf = prefetch{walked: true, complete: true, at: time.Now()}
+	i.pfMu.Unlock()
+}
+
+// existed takes back what the walk of directory i said of name when the
+// host, asked to make it, answered EEXIST (err): the name was made behind
+// the sandbox since, and the next look-up of it is the gofer's to answer.
+// The host decides, atomically, whether a name is new (O_EXCL); the walk
+// only spares asking it first.
+func (i *inode) existed(name string, err error) {
+	if err != unix.EEXIST {
+		return
+	}
+	i.pfMu.Lock()
+	defer i.pfMu.Unlock()
+	if !i.pf.complete {
+		return // the walk answers for no absent name
+	}
+	if i.pf.handed == nil {
+		i.pf.handed = make(map[string]bool)
+	}
+	i.pf.handed[name] = true
+}
+
 // lookupNode finds name in directory i, whose node is dn: from its walk,
 // or by a walk of its own.
 func (i *inode) lookupNode(dn gofer.NodeID, name string) (gofer.NodeID, gofer.Attr, error) {

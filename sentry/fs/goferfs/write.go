@@ -30,6 +30,7 @@ func (i *inode) Create(name string, mode, uid, gid uint32) (vfs.Inode, error) {
 	err := i.withNode(func(dn gofer.NodeID) error {
 		n, a, f, err := i.fs.client.Create(dn, name, mode, uid, gid)
 		if err != nil {
+			i.existed(name, err)
 			return err
 		}
 		c, fd = i.fs.newInode(i, name, n, a), f
@@ -62,11 +63,17 @@ func (f *fs) hostFile(fd int) (*host.Regular, error) {
 	return r, nil
 }
 
-// Mkdir implements vfs.DirWriter.
+// Mkdir implements vfs.DirWriter. The new directory is known empty, so
+// that the names made in it next are not first looked up (prefetch.go).
 func (i *inode) Mkdir(name string, mode, uid, gid uint32) (vfs.Inode, error) {
-	return i.make(name, func(dn gofer.NodeID) (gofer.NodeID, gofer.Attr, error) {
+	c, err := i.make(name, func(dn gofer.NodeID) (gofer.NodeID, gofer.Attr, error) {
 		return i.fs.client.Mkdir(dn, name, mode, uid, gid)
 	})
+	if err != nil {
+		return nil, err
+	}
+	c.(*inode).madeEmpty()
+	return c, nil
 }
 
 // Mknod implements vfs.DirWriter: regular files, FIFOs (whose pipe the
@@ -97,6 +104,7 @@ func (i *inode) make(name string, mk func(dn gofer.NodeID) (gofer.NodeID, gofer.
 	err := i.withNode(func(dn gofer.NodeID) error {
 		n, a, err := mk(dn)
 		if err != nil {
+			i.existed(name, err)
 			return err
 		}
 		c = i.fs.newInode(i, name, n, a)
@@ -124,6 +132,7 @@ func (i *inode) Link(name string, target vfs.Inode) error {
 			return err
 		})
 		if err != nil {
+			i.existed(name, err)
 			return err
 		}
 		// The dentry vfs makes for the new name holds target, whose
@@ -174,6 +183,7 @@ func (i *inode) Rename(oldName string, newDir vfs.Inode, newName string, flags u
 		})
 	})
 	if err != nil {
+		nd.existed(newName, err)
 		return err
 	}
 	i.fs.renamed(i, oldName, nd, newName, flags)
