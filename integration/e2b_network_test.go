@@ -117,6 +117,12 @@ func TestE2BNetworkAllowOutReachesWhatItListsAndNothingElse(t *testing.T) {
 			t.Errorf("the resolver was asked for %q: a name not allowed left the sandbox", q)
 		}
 	}
+	// Each refusal counts in the server's metrics: two connections and
+	// at least one DNS query for denied.test.
+	metrics := api.metrics()
+	if m := regexp.MustCompile(`(?m)^moat_serve_egress_denied_total (\d+)$`).FindStringSubmatch(metrics); m == nil || atoi(t, m[1]) < 3 {
+		t.Errorf("want moat_serve_egress_denied_total at least 3 after three refused destinations:\n%s", metrics)
+	}
 
 	got = exec(closed, "cat /proc/net/dev; "+fetch("by-address", "10.214.0.2", port)+fetch("by-name", "allowed.test", port))
 	t.Logf("the sandbox without internet access:\n%s", got)

@@ -57,6 +57,9 @@ type statsData struct {
 	// sandbox costs the host (sentry, stubs and gofer), where the fields
 	// above are what its guest uses.
 	Host *cgroups.Stats `json:"host,omitempty"`
+	// EgressDenied is how many attempts to leave the sandbox its
+	// allowlist (dev.moat.net-allow) refused; runc has no such figure.
+	EgressDenied uint64 `json:"egress_denied,omitempty"`
 }
 
 type cpuStats struct {
@@ -146,6 +149,7 @@ func statsOf(g *globalOptions, id string) (_ statsEvent, oomKills uint64, runnin
 		d.Memory.Usage.Limit = uint64(*r.Memory.Limit)
 	}
 	d.Pids.Current = s.Pids
+	d.EgressDenied = s.EgressDenied
 	if r := c.Resources; r != nil && r.Pids != nil && r.Pids.Limit != nil && *r.Pids.Limit > 0 {
 		d.Pids.Limit = uint64(*r.Pids.Limit)
 	}

@@ -257,6 +257,9 @@ type Stats struct {
 	// one an "oom" event, as runc reports them.
 	Charged  uint64 `json:"charged,omitempty"`
 	OOMKills uint64 `json:"oomKills,omitempty"`
+	// EgressDenied is how many attempts to leave the sandbox (connections,
+	// datagrams, DNS queries) its allowlist refused.
+	EgressDenied uint64 `json:"egressDenied,omitempty"`
 }
 
 // Err turns a Response into a Go error: an *Error.

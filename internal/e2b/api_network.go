@@ -2,12 +2,15 @@ package e2b
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/sentry/net/netstack"
 )
 
@@ -122,4 +125,35 @@ func parsePrefix(s string) (netip.Prefix, error) {
 		return netip.PrefixFrom(a, a.BitLen()), nil
 	}
 	return netip.ParsePrefix(s)
+}
+
+// statsTimeout bounds the wait for a sandbox's stats, which a scrape of
+// the metrics or a kill asks for.
+const statsTimeout = time.Second
+
+// egressDenied is how many attempts to leave sb its allowlist refused so
+// far, as its sentry counts them; 0 for a sandbox without an allowlist,
+// or one whose sentry does not answer within statsTimeout (a sentry that
+// died: its refusals are lost, and the metric's total falls back).
+func (sb *sandbox) egressDenied(ctx context.Context) uint64 {
+	if !sb.allowlisted {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
+	defer cancel()
+	conn, err := sb.inst.dial()
+	if err != nil {
+		return 0
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	if err := conn.Send(control.Request{Op: control.OpStats}); err != nil {
+		return 0
+	}
+	resp, err := receive(ctx, conn, control.OpStats)
+	if err != nil || resp.Stats == nil {
+		return 0
+	}
+	return resp.Stats.EgressDenied
 }

@@ -219,7 +219,7 @@ func TestACreateWhoseBootFailsGets500AndLeavesNothingBehind(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	s.metrics.write(&out, 0, nil)
+	s.metrics.write(&out, 0, nil, 0)
 	if !strings.Contains(out.String(), `moat_serve_creates_total{outcome="error"} 1`) {
 		t.Errorf("the failed create is not counted as one:\n%s", out.String())
 	}

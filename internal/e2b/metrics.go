@@ -18,6 +18,9 @@ type metrics struct {
 	buckets []uint64          // create latency, per createBuckets bound
 	count   uint64
 	sum     float64
+	// deniedGone are the egress refusals of the sandboxes killed so far
+	// (the running ones' are asked for at each scrape).
+	deniedGone uint64
 }
 
 // createBuckets are the create latency histogram's upper bounds, in
@@ -54,9 +57,16 @@ func (m *metrics) created(how string, took time.Duration) {
 	m.sum += s
 }
 
-// write writes the metrics, with running sandboxes and the pools' ready
-// counts as they are now.
-func (m *metrics) write(w io.Writer, running int, ready map[string]int) {
+// killed counts a killed sandbox's egress refusals.
+func (m *metrics) killed(denied uint64) {
+	m.mu.Lock()
+	m.deniedGone += denied
+	m.mu.Unlock()
+}
+
+// write writes the metrics, with running sandboxes, the pools' ready
+// counts and the running sandboxes' egress refusals as they are now.
+func (m *metrics) write(w io.Writer, running int, ready map[string]int, deniedRunning uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	fmt.Fprintf(w, "# HELP moat_serve_sandboxes_running Sandboxes handed out and not yet killed.\n")
@@ -83,6 +93,8 @@ func (m *metrics) write(w io.Writer, running int, ready map[string]int) {
 	for _, name := range names {
 		fmt.Fprintf(w, "moat_serve_pool_ready{template=%q} %d\n", name, ready[name])
 	}
+	fmt.Fprintf(w, "# HELP moat_serve_egress_denied_total Attempts to leave a sandbox (connections, datagrams, DNS queries) its allowlist refused.\n")
+	fmt.Fprintf(w, "# TYPE moat_serve_egress_denied_total counter\nmoat_serve_egress_denied_total %d\n", m.deniedGone+deniedRunning)
 }
 
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
@@ -90,6 +102,11 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	for name, p := range s.pools {
 		ready[name] = len(p.ready)
 	}
+	running := s.sandboxes.list()
+	var denied uint64
+	for _, sb := range running {
+		denied += sb.egressDenied(r.Context())
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	s.metrics.write(w, len(s.sandboxes.list()), ready)
+	s.metrics.write(w, len(running), ready, denied)
 }

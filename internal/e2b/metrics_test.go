@@ -11,8 +11,10 @@ func TestMetricsCountCreatesByOutcomeAndBucketTheirLatency(t *testing.T) {
 	m.created(createdFromPool, 20*time.Microsecond)
 	m.created(createdByBoot, 80*time.Millisecond)
 	m.created(createFailed, time.Second)
+	m.killed(4)
+	m.killed(1)
 	var b strings.Builder
-	m.write(&b, 2, map[string]int{"base": 3})
+	m.write(&b, 2, map[string]int{"base": 3}, 2)
 	out := b.String()
 	for _, line := range []string{
 		"moat_serve_sandboxes_running 2",
@@ -25,6 +27,8 @@ func TestMetricsCountCreatesByOutcomeAndBucketTheirLatency(t *testing.T) {
 		`moat_serve_create_seconds_bucket{le="+Inf"} 2`,
 		"moat_serve_create_seconds_count 2",
 		`moat_serve_pool_ready{template="base"} 3`,
+		// The killed sandboxes' refusals and the running ones'.
+		"moat_serve_egress_denied_total 7",
 	} {
 		if !strings.Contains(out, line+"\n") {
 			t.Errorf("no line %q in\n%s", line, out)

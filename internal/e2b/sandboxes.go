@@ -28,6 +28,9 @@ type sandbox struct {
 	envVars    map[string]string
 	startedAt  time.Time
 	inst       *instance
+	// allowlisted: its network is an allowlist, whose refusals the
+	// metrics count.
+	allowlisted bool
 
 	mu       sync.Mutex
 	endAt    time.Time

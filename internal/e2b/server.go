@@ -181,6 +181,9 @@ func (s *Server) kill(id, reason string) bool {
 		sb.timer.Stop()
 	}
 	sb.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
+	s.metrics.killed(sb.egressDenied(ctx))
+	cancel()
 	if err := s.rt.destroy(sb.inst); err != nil {
 		s.cfg.Log("sandbox %s: %v", id, err)
 	}

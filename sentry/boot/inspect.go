@@ -8,6 +8,7 @@ import (
 
 	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/sentry/mm"
+	"github.com/moat-sandbox/moat/sentry/net/netstack"
 )
 
 // hostProcess is what a platform's address space tells of the host
@@ -60,8 +61,8 @@ func cmdline(m *mm.MemoryManager) string {
 
 // stats is what the sandbox uses now, from the kernel's own accounting:
 // CPU time of the living processes and of those reaped, guest memory
-// resident (each address space once) and charged, tasks, the limits and
-// the OOM killer's kills.
+// resident (each address space once) and charged, tasks, the limits, the
+// OOM killer's kills and the allowlist's refusals.
 func (s *Sandbox) stats() control.Stats {
 	var st control.Stats
 	seen := make(map[*mm.MemoryManager]bool)
@@ -82,6 +83,7 @@ func (s *Sandbox) stats() control.Stats {
 	l := s.Kernel.SandboxLimits()
 	st.MemLimit, st.PidsLimit = l.MemoryMax, l.PidsMax
 	st.Charged, st.OOMKills = s.Kernel.MemoryCurrent(), s.Kernel.MemoryEvents().OOMKill
+	st.EgressDenied = netstack.EgressRefused(s.Kernel)
 	return st
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -33,7 +34,15 @@ type Egress struct {
 	// learned are the addresses DNS answers gave for allowed names, with
 	// the ports the names' entries allow (0: any).
 	learned map[netip.Addr]map[uint16]bool
+
+	// refused counts the attempts refused: connections, datagrams and
+	// DNS queries (moat serve's denied-egress metric, through the
+	// sandbox's stats).
+	refused atomic.Uint64
 }
+
+// RefusedCount is how many attempts to leave the sandbox were refused.
+func (e *Egress) RefusedCount() uint64 { return e.refused.Load() }
 
 type nameRule struct {
 	name     string // lower case, no trailing dot
@@ -149,18 +158,20 @@ func (e *Egress) Allowed(a netip.Addr, port uint16) bool {
 	return ports[0] || ports[port]
 }
 
-// Refused logs one refused destination.
+// Refused counts and logs one refused destination.
 func (e *Egress) Refused(what string, a netip.Addr, port uint16) {
+	e.refused.Add(1)
 	if e.log != nil {
 		e.log("net: %s to %s refused: not in %s", what, netip.AddrPortFrom(a.Unmap(), port), EgressAnnotation)
 	}
 }
 
 // QueryAllowed says whether a DNS query (a UDP payload to port 53) asks
-// only for allowed names; it logs the name refused.
+// only for allowed names; it counts and logs a query refused.
 func (e *Egress) QueryAllowed(msg []byte) bool {
 	names, ok := dnsQuestions(msg)
 	if !ok || len(names) == 0 {
+		e.refused.Add(1)
 		if e.log != nil {
 			e.log("net: a DNS query refused: not one the sandbox can read")
 		}
@@ -168,6 +179,7 @@ func (e *Egress) QueryAllowed(msg []byte) bool {
 	}
 	for _, n := range names {
 		if _, ok := e.nameAllowed(n); !ok {
+			e.refused.Add(1)
 			if e.log != nil {
 				e.log("net: DNS query for %s refused: not in %s", n, EgressAnnotation)
 			}

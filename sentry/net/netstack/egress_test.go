@@ -78,6 +78,15 @@ func TestEgressQueriesAreAllowedForListedNamesOnly(t *testing.T) {
 	if e.QueryAllowed([]byte{1, 2, 3}) {
 		t.Error("a datagram that is no DNS query goes to the resolver")
 	}
+	// Three names refused and the datagram that is no query: moat serve's
+	// denied-egress metric counts each.
+	if got := e.RefusedCount(); got != 4 {
+		t.Errorf("refusals counted: %d, want 4", got)
+	}
+	e.Refused("a connection", netip.MustParseAddr("10.9.9.9"), 443)
+	if got := e.RefusedCount(); got != 5 {
+		t.Errorf("after a refused connection: %d refusals counted, want 5", got)
+	}
 }
 
 func TestEgressAnnotationErrorsNameTheEntry(t *testing.T) {

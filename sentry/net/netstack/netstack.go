@@ -161,6 +161,15 @@ func Install(k *kernel.Kernel, s *Stack) {
 	}
 }
 
+// EgressRefused is how many attempts to leave k's sandbox its allowlist
+// refused: 0 without one.
+func EgressRefused(k *kernel.Kernel) uint64 {
+	if s, ok := stacks.Load(k); ok && s.(*Stack).Egress != nil {
+		return s.(*Stack).Egress.RefusedCount()
+	}
+	return 0
+}
+
 // Of returns k's stack: the one installed, or a stack with loopback alone
 // made at its first use (a new network namespace without a path).
 func Of(k *kernel.Kernel) (*Stack, error) {
