@@ -9,6 +9,7 @@ const (
 	noteMknod     = "regular files, FIFOs and socket nodes; device nodes answer EPERM (nothing in the sandbox reaches a device)"
 	noteStatfs    = "tmpfs reports its size and use, the gofer's trees the host file system's figures"
 	noteXattr     = "user., trusted. and security. attributes, on regular files and directories of the gofer's trees and on any tmpfs file; system. (POSIX ACLs) answers EOPNOTSUPP"
+	noteRWFlags   = "RWF_NOWAIT is taken by pipes, sockets and the memory devices, and answers EOPNOTSUPP for other files (Linux's eventfd, timerfd and, on ext4, xfs or btrfs, regular files take it); RWF_ATOMIC and RWF_DONTCACHE answer EOPNOTSUPP, as on tmpfs; procfs files take every flag, where Linux takes RWF_HIPRI alone"
 	noteInotify   = "events for what the guest does through the sentry; changes the host makes behind a bind mount are not seen, nor writes through shared mappings (Linux reports neither); max_user_watches and max_user_instances are not enforced"
 	noteSched     = "policies, priorities and nice values are kept per thread and reported as Linux reports them; the host schedules every guest thread alike"
 	noteSocket    = "AF_UNIX (stream, datagram, seqpacket); AF_INET and AF_INET6 (TCP, UDP, ICMP echo, and raw sockets with CAP_NET_RAW) over the sandbox's netstack; AF_NETLINK NETLINK_ROUTE (links, addresses, routes; changes answer EPERM or EOPNOTSUPP); AF_PACKET and other families EAFNOSUPPORT"
@@ -373,8 +374,8 @@ var table = [...]Entry{
 	324: full("membarrier", Membarrier),
 	325: full("mlock2", Mlock2),
 	326: full("copy_file_range", CopyFileRange),
-	327: notYet("preadv2", areaFiles),
-	328: notYet("pwritev2", areaFiles),
+	327: partial("preadv2", Preadv2, noteRWFlags),
+	328: partial("pwritev2", Pwritev2, noteRWFlags),
 	329: byDesign("pkey_mprotect", unix.EINVAL, "no protection keys, as on a CPU without them, where Linux answers EINVAL for any key but -1 (with which the call is mprotect)"),
 	330: byDesign("pkey_alloc", unix.ENOSPC, "no protection keys: Linux answers ENOSPC on a CPU without them"),
 	331: byDesign("pkey_free", unix.EINVAL, "no protection key is ever allocated: Linux answers EINVAL for one that is not"),

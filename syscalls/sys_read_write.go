@@ -311,3 +311,109 @@ func Lseek(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	off, err := f.Seek(a.Int64(1), int(a.Int(2)))
 	return retErr(uintptr(off), err)
 }
+
+// Preadv2 implements Linux syscall preadv2(2): preadv with RWF_* flags;
+// offset -1 reads at the file offset and moves it, as readv does.
+func Preadv2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	off, flags := a.Int64(3), int(a.Int(5))
+	if off == -1 {
+		return vectored(t, a, readable, withRWFlags(flags, false, func(f *vfs.File, s *vfs.IOSeq, _ vfs.AppendMode) (int, error) {
+			return f.Read(s)
+		}))
+	}
+	if off < 0 {
+		return 0, unix.EINVAL
+	}
+	return vectored(t, a, positioned(readable), withRWFlags(flags, false, func(f *vfs.File, s *vfs.IOSeq, _ vfs.AppendMode) (int, error) {
+		return f.Pread(s, off)
+	}))
+}
+
+// Pwritev2 implements Linux syscall pwritev2(2): pwritev with RWF_*
+// flags; offset -1 writes at the file offset and moves it, as writev does.
+func Pwritev2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	off, flags := a.Int64(3), int(a.Int(5))
+	if off == -1 {
+		return vectored(t, a, writable, withRWFlags(flags, true, func(f *vfs.File, s *vfs.IOSeq, mode vfs.AppendMode) (int, error) {
+			return f.WriteAppend(s, mode)
+		}))
+	}
+	if off < 0 {
+		return 0, unix.EINVAL
+	}
+	return vectored(t, a, positioned(writable), withRWFlags(flags, true, func(f *vfs.File, s *vfs.IOSeq, mode vfs.AppendMode) (int, error) {
+		return f.PwriteAppend(s, off, mode)
+	}))
+}
+
+// withRWFlags applies preadv2's flags around op, as Linux's vfs_readv and
+// kiocb_set_rw_flags do: a transfer of no bytes answers 0 whatever the
+// flags, then they are checked against the file, then RWF_NOWAIT makes
+// the I/O fail with EAGAIN where it would wait, RWF_NOSIGNAL spares
+// SIGPIPE, RWF_APPEND and RWF_NOAPPEND set where a write lands, and
+// RWF_SYNC and RWF_DSYNC sync the file after a write. RWF_HIPRI only
+// polls direct I/O on Linux and changes nothing here.
+func withRWFlags(flags int, write bool, op func(*vfs.File, *vfs.IOSeq, vfs.AppendMode) (int, error)) func(*vfs.File, *vfs.IOSeq) (int, error) {
+	return func(f *vfs.File, s *vfs.IOSeq) (int, error) {
+		if s.Len() == 0 {
+			return 0, nil
+		}
+		st, err := f.Stat()
+		if err != nil {
+			return 0, err
+		}
+		mode, err := checkRWFlags(flags, write, st.Type(), unix.Major(st.Rdev))
+		if err != nil {
+			return 0, err
+		}
+		if flags&unix.RWF_NOWAIT != 0 {
+			s.WithNoWait()
+		}
+		if flags&unix.RWF_NOSIGNAL != 0 {
+			s.WithNoSignal()
+		}
+		n, err := op(f, s, mode)
+		if err == nil && write && flags&(unix.RWF_SYNC|unix.RWF_DSYNC) != 0 {
+			if sy, ok := f.Impl().(vfs.Syncer); ok {
+				err = sy.Sync()
+			}
+		}
+		return n, err
+	}
+}
+
+// checkRWFlags is Linux's answer to preadv2's flags for a file of type
+// typ (S_IFMT) and, for a device, major number major; it says where a
+// write lands. Directories (Linux's readv loop, for files without
+// read_iter) take RWF_HIPRI alone. RWF_NOWAIT needs a file that can
+// refuse to wait (Linux's FMODE_NOWAIT): pipes, sockets and the memory
+// devices; tmpfs files, as moat's files, cannot. No file takes
+// RWF_ATOMIC (a read never, a write only on a file system with atomic
+// writes) or RWF_DONTCACHE (tmpfs has no page cache to drop).
+func checkRWFlags(flags int, write bool, typ uint32, major uint32) (vfs.AppendMode, error) {
+	switch {
+	case flags&^unix.RWF_SUPPORTED != 0:
+		return 0, unix.EOPNOTSUPP
+	case typ == unix.S_IFDIR && flags&^unix.RWF_HIPRI != 0:
+		return 0, unix.EOPNOTSUPP
+	case flags&unix.RWF_APPEND != 0 && flags&unix.RWF_NOAPPEND != 0:
+		return 0, unix.EINVAL
+	case flags&(unix.RWF_ATOMIC|unix.RWF_DONTCACHE) != 0:
+		return 0, unix.EOPNOTSUPP
+	}
+	if flags&unix.RWF_NOWAIT != 0 {
+		canNowait := typ == unix.S_IFIFO || typ == unix.S_IFSOCK || typ == unix.S_IFCHR && major == memDevMajor
+		if !canNowait {
+			return 0, unix.EOPNOTSUPP
+		}
+	}
+	switch {
+	case !write:
+		return vfs.AppendIfOpened, nil
+	case flags&unix.RWF_APPEND != 0:
+		return vfs.AppendAlways, nil
+	case flags&unix.RWF_NOAPPEND != 0:
+		return vfs.AppendNever, nil
+	}
+	return vfs.AppendIfOpened, nil
+}

@@ -186,16 +186,35 @@ func (f *File) Pread(dst *IOSeq, off int64) (int, error) {
 	return n, err
 }
 
+// AppendMode says whether a write lands at the end of the file: as its
+// O_APPEND says, or as pwritev2's RWF_APPEND or RWF_NOAPPEND says for that
+// one call.
+type AppendMode int
+
+// Append modes.
+const (
+	AppendIfOpened AppendMode = iota // O_APPEND decides
+	AppendAlways                     // RWF_APPEND
+	AppendNever                      // RWF_NOAPPEND
+)
+
+func (m AppendMode) appends(flags int) bool {
+	return m == AppendAlways || m == AppendIfOpened && flags&unix.O_APPEND != 0
+}
+
 // Write writes at the file offset (the end with O_APPEND) and advances it.
-func (f *File) Write(src *IOSeq) (int, error) {
-	n, err := f.write(src)
+func (f *File) Write(src *IOSeq) (int, error) { return f.WriteAppend(src, AppendIfOpened) }
+
+// WriteAppend is Write with where it lands set by mode.
+func (f *File) WriteAppend(src *IOSeq, mode AppendMode) (int, error) {
+	n, err := f.write(src, mode)
 	if n > 0 {
 		f.notify(unix.IN_MODIFY)
 	}
 	return n, err
 }
 
-func (f *File) write(src *IOSeq) (int, error) {
+func (f *File) write(src *IOSeq, mode AppendMode) (int, error) {
 	if !f.Writable() {
 		return 0, unix.EBADF
 	}
@@ -204,11 +223,11 @@ func (f *File) write(src *IOSeq) (int, error) {
 		return f.impl.Write(src, 0)
 	}
 	if k, ok := f.impl.(OffsetKeeper); ok {
-		return f.writeKept(k, src)
+		return f.writeKept(k, src, mode)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if s, ok := f.impl.(Seeker); ok && f.Flags()&unix.O_APPEND != 0 {
+	if s, ok := f.impl.(Seeker); ok && mode.appends(f.Flags()) {
 		size, err := s.Size()
 		if err != nil {
 			return 0, err
@@ -229,12 +248,12 @@ func (f *File) write(src *IOSeq) (int, error) {
 
 // writeKept writes at an OffsetKeeper's own offset; RLIMIT_FSIZE applies at
 // where that offset is now (the host's O_APPEND, if set, writes at the end).
-func (f *File) writeKept(k OffsetKeeper, src *IOSeq) (int, error) {
+func (f *File) writeKept(k OffsetKeeper, src *IOSeq, mode AppendMode) (int, error) {
 	off, err := k.Seek(0, unix.SEEK_CUR)
 	if err != nil {
 		return 0, err
 	}
-	if f.Flags()&unix.O_APPEND != 0 {
+	if mode.appends(f.Flags()) {
 		if off, err = k.Size(); err != nil {
 			return 0, err
 		}
@@ -245,15 +264,32 @@ func (f *File) writeKept(k OffsetKeeper, src *IOSeq) (int, error) {
 	return f.impl.Write(src, CurrentOffset)
 }
 
-// Pwrite writes at off without moving the file offset.
+// Pwrite writes at off without moving the file offset; with O_APPEND at
+// the end, as Linux's pwrite does (its man page's BUGS).
 func (f *File) Pwrite(src *IOSeq, off int64) (int, error) {
+	return f.PwriteAppend(src, off, AppendIfOpened)
+}
+
+// PwriteAppend is Pwrite with where it lands set by mode.
+func (f *File) PwriteAppend(src *IOSeq, off int64, mode AppendMode) (int, error) {
 	if !f.Writable() {
 		return 0, unix.EBADF
 	}
-	if _, ok := f.impl.(Seeker); !ok {
+	s, ok := f.impl.(Seeker)
+	if !ok {
 		return 0, unix.ESPIPE
 	}
-	if off < 0 || endOverflows(off, src) {
+	if off < 0 {
+		return 0, unix.EINVAL
+	}
+	if mode.appends(f.Flags()) {
+		size, err := s.Size()
+		if err != nil {
+			return 0, err
+		}
+		off = size
+	}
+	if endOverflows(off, src) {
 		return 0, unix.EINVAL
 	}
 	src, err := limitFileSize(src, off)

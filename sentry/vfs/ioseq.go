@@ -14,6 +14,8 @@ type Range = mm.Range
 type IOSeq struct {
 	ctx      Context
 	nonblock bool // the file is O_NONBLOCK: a file that would block fails with EAGAIN
+	nowait   bool // this I/O must not wait (preadv2's RWF_NOWAIT), whatever the file's flags
+	noSignal bool // a write to a pipe or socket with no reader raises no SIGPIPE (RWF_NOSIGNAL)
 	mm       *mm.MemoryManager
 	ranges   []Range
 	single   [1]Range // backing for the one-buffer case, so it needs no allocation
@@ -63,8 +65,25 @@ func (s *IOSeq) WithContext(c Context) *IOSeq {
 func (s *IOSeq) Context() Context { return s.ctx }
 
 // NonBlocking reports whether the I/O must not wait: the file is
-// O_NONBLOCK, or no task runs it.
-func (s *IOSeq) NonBlocking() bool { return s.nonblock || s.ctx == nil }
+// O_NONBLOCK, the call said RWF_NOWAIT, or no task runs it.
+func (s *IOSeq) NonBlocking() bool { return s.nonblock || s.nowait || s.ctx == nil }
+
+// WithNoWait makes the I/O fail with EAGAIN where it would wait, as
+// RWF_NOWAIT does, and returns s.
+func (s *IOSeq) WithNoWait() *IOSeq {
+	s.nowait = true
+	return s
+}
+
+// WithNoSignal makes a write that finds no reader fail with EPIPE without
+// raising SIGPIPE, as RWF_NOSIGNAL does, and returns s.
+func (s *IOSeq) WithNoSignal() *IOSeq {
+	s.noSignal = true
+	return s
+}
+
+// NoSignal reports whether a write with no reader must not raise SIGPIPE.
+func (s *IOSeq) NoSignal() bool { return s.noSignal }
 
 // Len is the total length.
 func (s *IOSeq) Len() int {
@@ -127,9 +146,9 @@ func (s *IOSeq) WithSlices(write bool, fn func(bufs [][]byte) (int, error)) (int
 // Skip returns the sequence without its first n bytes.
 func (s *IOSeq) Skip(n int) *IOSeq {
 	if s.mm == nil {
-		return &IOSeq{ctx: s.ctx, nonblock: s.nonblock, buf: s.buf[min(n, len(s.buf)):]}
+		return &IOSeq{ctx: s.ctx, nonblock: s.nonblock, nowait: s.nowait, noSignal: s.noSignal, buf: s.buf[min(n, len(s.buf)):]}
 	}
-	out := &IOSeq{ctx: s.ctx, nonblock: s.nonblock, mm: s.mm}
+	out := &IOSeq{ctx: s.ctx, nonblock: s.nonblock, nowait: s.nowait, noSignal: s.noSignal, mm: s.mm}
 	for i, r := range s.ranges {
 		if n < r.Len {
 			out.ranges = append([]Range{{Addr: r.Addr + uintptr(n), Len: r.Len - n}}, s.ranges[i+1:]...)
@@ -143,9 +162,9 @@ func (s *IOSeq) Skip(n int) *IOSeq {
 // Truncated returns the sequence cut to its first n bytes.
 func (s *IOSeq) Truncated(n int) *IOSeq {
 	if s.mm == nil {
-		return &IOSeq{ctx: s.ctx, nonblock: s.nonblock, buf: s.buf[:min(n, len(s.buf))]}
+		return &IOSeq{ctx: s.ctx, nonblock: s.nonblock, nowait: s.nowait, noSignal: s.noSignal, buf: s.buf[:min(n, len(s.buf))]}
 	}
-	out := &IOSeq{ctx: s.ctx, nonblock: s.nonblock, mm: s.mm}
+	out := &IOSeq{ctx: s.ctx, nonblock: s.nonblock, nowait: s.nowait, noSignal: s.noSignal, mm: s.mm}
 	for _, r := range s.ranges {
 		if n == 0 {
 			break

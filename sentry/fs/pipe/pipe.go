@@ -177,7 +177,7 @@ func (w *WriteEnd) Write(src *vfs.IOSeq, _ int64) (int, error) {
 		p.mu.Lock()
 		if p.readers == 0 {
 			p.mu.Unlock()
-			if ctx := src.Context(); ctx != nil {
+			if ctx := src.Context(); ctx != nil && !src.NoSignal() {
 				ctx.Signal(int(unix.SIGPIPE))
 			}
 			if done > 0 {

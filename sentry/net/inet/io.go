@@ -78,6 +78,9 @@ func (s *sock) Write(src *vfs.IOSeq, _ int64) (int, error) {
 	if src.NonBlocking() {
 		flags = unix.MSG_DONTWAIT
 	}
+	if src.NoSignal() {
+		flags |= unix.MSG_NOSIGNAL
+	}
 	return s.SendMsg(taskOf(src), src, &socket.SendMessage{Flags: flags})
 }
 

@@ -89,6 +89,9 @@ func (e *endpoint) Write(src *vfs.IOSeq, _ int64) (int, error) {
 	if src.NonBlocking() {
 		flags = unix.MSG_DONTWAIT
 	}
+	if src.NoSignal() {
+		flags |= unix.MSG_NOSIGNAL
+	}
 	return e.SendMsg(taskOf(src), src, &socket.SendMessage{Flags: flags})
 }
 
