@@ -36,6 +36,7 @@ that died leaves sandboxes that the next one at the same --state removes.`,
 		o.String(&so.apiKey, "api-key", "KEY", "", "the API key clients must send (X-API-Key); default $MOAT_API_KEY")
 		o.String(&so.state, "state", "DIR", "/run/moat-serve", "directory for the sandboxes' state")
 		o.Strings(&so.templates, "template", "NAME=ROOTFS", "a template: sandboxes of NAME run on the directory ROOTFS (at least base)")
+		o.Strings(&so.images, "image", "NAME=IMAGE", "a template from podman's image store: sandboxes of NAME run on IMAGE's root file system, mounted with podman image mount while the server runs")
 		o.String(&so.domain, "domain", "DOMAIN", "", "also route requests for Host <port>-<sandbox>.DOMAIN to the sandbox")
 		o.Int(&so.pool, "pool", "N", 0, "keep N sandboxes of each template booted ahead, handed over at create")
 		return func(g *globalOptions, _ []string) error { return serve(g, so) }
@@ -44,7 +45,7 @@ that died leaves sandboxes that the next one at the same --state removes.`,
 
 type serveOptions struct {
 	listen, apiKey, state, domain string
-	templates                     []string
+	templates, images             []string
 	pool                          int
 }
 
@@ -56,11 +57,17 @@ func serve(g *globalOptions, so serveOptions) error {
 	if key == "" {
 		return errors.New("no API key: give --api-key or set MOAT_API_KEY")
 	}
+	if so.pool < 0 {
+		return fmt.Errorf("--pool %d: not a count", so.pool)
+	}
 	templates := map[string]string{}
 	for _, t := range so.templates {
 		name, dir, ok := strings.Cut(t, "=")
 		if !ok || name == "" || dir == "" {
 			return fmt.Errorf("--template %q: want NAME=ROOTFS", t)
+		}
+		if _, dup := templates[name]; dup {
+			return fmt.Errorf("--template %s: the template is named twice", name)
 		}
 		abs, err := filepath.Abs(dir)
 		if err != nil {
@@ -68,11 +75,24 @@ func serve(g *globalOptions, so serveOptions) error {
 		}
 		templates[name] = abs
 	}
-	if len(templates) == 0 {
-		return errors.New("no template: give --template base=ROOTFS")
+	var images imageTemplates
+	defer images.release()
+	for _, t := range so.images {
+		name, ref, ok := strings.Cut(t, "=")
+		if !ok || name == "" || ref == "" {
+			return fmt.Errorf("--image %q: want NAME=IMAGE", t)
+		}
+		if _, dup := templates[name]; dup {
+			return fmt.Errorf("--image %s: the template is named twice", name)
+		}
+		dir, err := images.mount(ref)
+		if err != nil {
+			return fmt.Errorf("--image %s: %w", name, err)
+		}
+		templates[name] = dir
 	}
-	if so.pool < 0 {
-		return fmt.Errorf("--pool %d: not a count", so.pool)
+	if len(templates) == 0 {
+		return errors.New("no template: give --template base=ROOTFS or --image base=IMAGE")
 	}
 	state, err := filepath.Abs(so.state)
 	if err != nil {
