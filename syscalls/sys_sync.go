@@ -111,3 +111,58 @@ func copyOutStatfs(t *kernel.Task, addr uintptr, s *vfs.FSStat) error {
 	_, err := t.CopyOut(addr, b[:])
 	return err
 }
+
+// Ustat implements Linux syscall ustat(2): the free blocks and inodes of
+// the mounted file system with device number dev (in the old 32-bit
+// encoding), EINVAL if no mount has it. struct ustat (32 bytes): int
+// f_tfree, padding, unsigned long f_tinode, and the two names, which
+// Linux leaves empty.
+func Ustat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	dev := a.Uint(0)
+	major, minor := (dev&0xfff00)>>8, dev&0xff|(dev>>12)&0xfff00
+	root, _ := t.FS().Get()
+	p, ok := vfs.MountOfDevice(root, unix.Mkdev(major, minor))
+	if !ok {
+		return 0, unix.EINVAL
+	}
+	s, err := vfs.StatFS(p)
+	if err != nil {
+		return 0, err
+	}
+	var b [32]byte
+	binary.LittleEndian.PutUint32(b[0:], uint32(s.Bfree))
+	binary.LittleEndian.PutUint64(b[8:], s.Ffree)
+	_, err = t.CopyOut(a.Ptr(1), b[:])
+	return 0, err
+}
+
+// Sysfs implements Linux syscall sysfs(2) over the file system types of
+// /proc/filesystems: option 1 is a type's index, 2 copies out the name at
+// an index, 3 counts them; anything else, an unknown name or an index past
+// the end is EINVAL.
+func Sysfs(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	types := vfs.FilesystemTypes
+	switch a.Int(0) {
+	case 1:
+		name, err := copyInPath(t, a.Ptr(1))
+		if err != nil {
+			return 0, err
+		}
+		if name == "" {
+			return 0, unix.ENOENT // getname refuses an empty name
+		}
+		for i, fs := range types {
+			if fs == name {
+				return uintptr(i), nil
+			}
+		}
+	case 2:
+		if i := uint64(a.Uint(1)); i < uint64(len(types)) {
+			_, err := t.CopyOut(a.Ptr(2), append([]byte(types[i]), 0))
+			return 0, err
+		}
+	case 3:
+		return uintptr(len(types)), nil
+	}
+	return 0, unix.EINVAL
+}

@@ -89,8 +89,13 @@ func Fchmod(c *Creds, f *File, mode uint32) error {
 }
 
 // chmod gives s, whose attributes are st, the permission bits of mode;
-// d, its dentry if it has one, hears of it.
+// d, its dentry if it has one, hears of it. A symlink's mode cannot
+// change (EOPNOTSUPP, before ownership, as Linux's notify_change): only
+// fchmodat2's AT_SYMLINK_NOFOLLOW or an O_PATH descriptor reach one.
 func chmod(c *Creds, s AttrSetter, st Stat, d *Dentry, mode uint32) error {
+	if st.Type() == unix.S_IFLNK {
+		return unix.EOPNOTSUPP
+	}
 	if !c.ownerOrCapable(&st) {
 		return unix.EPERM
 	}

@@ -76,22 +76,7 @@ type MountInfo struct {
 // made, which puts parents before children, as Linux lists a namespace's
 // mounts. Mounts hidden by later ones on the same point are listed too.
 func Mounts(root Path) []MountInfo {
-	var all []*Mount
-	var walk func(m *Mount)
-	walk = func(m *Mount) {
-		all = append(all, m)
-		m.mu.Lock()
-		children := make([]*Mount, 0, len(m.children))
-		for _, c := range m.children {
-			children = append(children, c)
-		}
-		m.mu.Unlock()
-		for _, c := range children {
-			walk(c)
-		}
-	}
-	walk(root.Mount)
-	sort.Slice(all, func(i, j int) bool { return all[i].meta.id < all[j].meta.id })
+	all := mountsUnder(root)
 	out := make([]MountInfo, len(all))
 	for i, m := range all {
 		parent := m.meta.outsideID
@@ -112,6 +97,42 @@ func Mounts(root Path) []MountInfo {
 	}
 	return out
 }
+
+// mountsUnder lists the mounts of the tree under root, by id.
+func mountsUnder(root Path) []*Mount {
+	var all []*Mount
+	var walk func(m *Mount)
+	walk = func(m *Mount) {
+		all = append(all, m)
+		m.mu.Lock()
+		children := make([]*Mount, 0, len(m.children))
+		for _, c := range m.children {
+			children = append(children, c)
+		}
+		m.mu.Unlock()
+		for _, c := range children {
+			walk(c)
+		}
+	}
+	walk(root.Mount)
+	sort.Slice(all, func(i, j int) bool { return all[i].meta.id < all[j].meta.id })
+	return all
+}
+
+// MountOfDevice returns the root of the first mount under root whose file
+// system has device number dev, as ustat(2) looks a superblock up.
+func MountOfDevice(root Path, dev uint64) (Path, bool) {
+	for _, m := range mountsUnder(root) {
+		if st, err := m.root.inode.Stat(); err == nil && st.Dev == dev {
+			return m.Root(), true
+		}
+	}
+	return Path{}, false
+}
+
+// FilesystemTypes are the file system types of the sandbox's tree, in
+// the order /proc/filesystems and sysfs(2) list them; none has a device.
+var FilesystemTypes = []string{"sysfs", "tmpfs", "proc", "cgroup2", "devtmpfs", "overlay", "mqueue", "9p"}
 
 // fsPath is d's path from the root of its file system.
 func fsPath(d *Dentry) string {

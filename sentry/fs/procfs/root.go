@@ -44,7 +44,7 @@ func (f *fs) rootDir() *node {
 		file("version", func() ([]byte, error) {
 			return []byte(fmt.Sprintf("%s version %s (moat) %s\n", kernel.OSType, kernel.Release, kernel.Version)), nil
 		}),
-		file("filesystems", func() ([]byte, error) { return []byte(filesystems), nil }),
+		file("filesystems", func() ([]byte, error) { return filesystems(), nil }),
 		file("locks", locks),
 		{"net", f.netDir()}, // net.go
 		{"sys", f.sysDir()},
@@ -62,8 +62,13 @@ func (f *fs) rootDir() *node {
 
 // filesystems lists the file system types of the sandbox's tree, "nodev"
 // for those with no device, as /proc/filesystems does.
-const filesystems = "nodev\tsysfs\nnodev\ttmpfs\nnodev\tproc\nnodev\tcgroup2\nnodev\tdevtmpfs\n" +
-	"nodev\toverlay\nnodev\tmqueue\nnodev\t9p\n"
+func filesystems() []byte {
+	var b []byte
+	for _, name := range vfs.FilesystemTypes {
+		b = append(b, "nodev\t"+name+"\n"...)
+	}
+	return b
+}
 
 // meminfo is the host's /proc/meminfo, as a runc container sees it, while
 // the sandbox has no memory limit; under one (memory.max), the sandbox's
