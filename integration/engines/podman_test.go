@@ -3,6 +3,7 @@ package engines
 import (
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -179,4 +180,40 @@ func detachedLife(p client) string {
 		out = append(out, "removed")
 	}
 	return strings.Join(out, "|")
+}
+
+// TestPodmanTopAndStats: `podman top CTR -ef` (ps(1)'s options, which podman
+// runs as the image's ps inside the container) lists the guest's processes
+// and nothing else, as under runc; `podman stats` shows the container's
+// memory in use and its pids.
+func TestPodmanTopAndStats(t *testing.T) {
+	needPackages(t, "podman", "podman")
+	if r := run(t, "podman", "import", "-q", busyboxTar(t), image); r.code != 0 {
+		t.Fatalf("podman import: %s", r.stderr)
+	}
+	got := map[string]string{}
+	for _, rt := range runtimes(t) {
+		p := client{t: t, rt: rt, argv: []string{"podman", "--runtime", rt.path}}
+		name := "moat-engines-top-" + rt.name
+		p.cmd("rm", "-f", "-t", "0", name)
+		p.ok("run", "-d", "--name", name, image, "sh", "-c", "sleep 1000 & sleep 2000")
+		waitFor(t, func() bool { return strings.Count(p.cmd("top", name, "-ef").stdout, "sleep") == 2 })
+		var commands []string
+		for _, line := range strings.Split(strings.TrimSpace(p.ok("top", name, "-ef")), "\n")[1:] {
+			// PID USER COMMAND, as podman shows busybox's ps -ef.
+			if f := strings.Fields(line); len(f) >= 3 {
+				commands = append(commands, strings.Join(f[2:], " "))
+			}
+		}
+		sort.Strings(commands)
+		got[rt.name] = strings.Join(commands, ",")
+		if want := "sleep 1000,sleep 2000"; got[rt.name] != want {
+			t.Errorf("%s: podman top -ef lists %q, want %q", rt.name, got[rt.name], want)
+		}
+		stats := strings.Fields(p.ok("stats", "--no-stream", "--format", "{{.MemUsage}} {{.PIDs}}", name))
+		if len(stats) < 2 || strings.HasPrefix(stats[0], "0B") || stats[len(stats)-1] == "0" {
+			t.Errorf("%s: podman stats shows %q: want memory in use and pids", rt.name, stats)
+		}
+		p.cmd("rm", "-f", "-t", "0", name)
+	}
 }
