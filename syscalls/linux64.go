@@ -31,7 +31,6 @@ const (
 // Areas that will bring the calls moat lacks for now.
 const (
 	areaFiles      = "the file system, issue #9"
-	areaXattr      = "extended attributes, with the file system, issue #9"
 	areaNet        = "sockets and networking, issue #11"
 	areaProcAttr   = "process attributes, issue #14"
 	areaPidfd      = "pidfds, issue #14"
@@ -423,10 +422,10 @@ var table = [...]Entry{
 	460: byDesign("lsm_set_self_attr", unix.ENOSYS, "no Linux security module runs inside the sandbox; Linux before 6.8 answers ENOSYS"),
 	461: byDesign("lsm_list_modules", unix.ENOSYS, "no Linux security module runs inside the sandbox; Linux before 6.8 answers ENOSYS"),
 	462: full("mseal", Mseal),
-	463: notYet("setxattrat", areaXattr),
-	464: notYet("getxattrat", areaXattr),
-	465: notYet("listxattrat", areaXattr),
-	466: notYet("removexattrat", areaXattr),
+	463: partial("setxattrat", Setxattrat, noteXattr),
+	464: partial("getxattrat", Getxattrat, noteXattr),
+	465: partial("listxattrat", Listxattrat, noteXattr),
+	466: partial("removexattrat", Removexattrat, noteXattr),
 	467: notYet("open_tree_attr", areaNamespaces),
 	468: notYet("file_getattr", areaFiles),
 	469: notYet("file_setattr", areaFiles),

@@ -1,6 +1,8 @@
 package syscalls
 
 import (
+	"encoding/binary"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/linuxabi"
@@ -45,24 +47,23 @@ func xattrName(t *kernel.Task, addr uintptr) (string, error) {
 	return name, err
 }
 
-func setxattr(t *kernel.Task, p vfs.XattrTarget, a *arch.SyscallArgs) (uintptr, error) {
-	name, err := xattrName(t, a.Ptr(1))
+func setxattr(t *kernel.Task, p vfs.XattrTarget, nameAddr, valueAddr uintptr, size uint64, flags int) (uintptr, error) {
+	name, err := xattrName(t, nameAddr)
 	if err != nil {
 		return 0, err
 	}
-	size := a[3]
 	if size > linuxabi.XATTR_SIZE_MAX {
 		return 0, unix.E2BIG
 	}
 	value := make([]byte, size)
-	if _, err := t.CopyIn(a.Ptr(2), value); err != nil {
+	if _, err := t.CopyIn(valueAddr, value); err != nil {
 		return 0, err
 	}
-	return 0, vfs.SetXattr(fsCreds(t), p, name, value, int(a.Int(4)))
+	return 0, vfs.SetXattr(fsCreds(t), p, name, value, flags)
 }
 
-func getxattr(t *kernel.Task, p vfs.XattrTarget, a *arch.SyscallArgs) (uintptr, error) {
-	name, err := xattrName(t, a.Ptr(1))
+func getxattr(t *kernel.Task, p vfs.XattrTarget, nameAddr, buf uintptr, size uint64) (uintptr, error) {
+	name, err := xattrName(t, nameAddr)
 	if err != nil {
 		return 0, err
 	}
@@ -70,7 +71,7 @@ func getxattr(t *kernel.Task, p vfs.XattrTarget, a *arch.SyscallArgs) (uintptr, 
 	if err != nil {
 		return 0, err
 	}
-	return copyOutSized(t, a.Ptr(2), a[3], v)
+	return copyOutSized(t, buf, size, v)
 }
 
 // copyOutSized answers a get or list call: with size 0 the length the
@@ -88,24 +89,43 @@ func copyOutSized(t *kernel.Task, addr uintptr, size uint64, v []byte) (uintptr,
 	return uintptr(len(v)), nil
 }
 
-func listxattr(t *kernel.Task, p vfs.XattrTarget, a *arch.SyscallArgs) (uintptr, error) {
+func listxattr(t *kernel.Task, p vfs.XattrTarget, buf uintptr, size uint64) (uintptr, error) {
 	v, err := vfs.ListXattr(fsCreds(t), p)
 	if err != nil {
 		return 0, err
 	}
-	return copyOutSized(t, a.Ptr(1), a[2], v)
+	return copyOutSized(t, buf, size, v)
 }
 
-func removexattr(t *kernel.Task, p vfs.XattrTarget, a *arch.SyscallArgs) (uintptr, error) {
-	name, err := xattrName(t, a.Ptr(1))
+func removexattr(t *kernel.Task, p vfs.XattrTarget, nameAddr uintptr) (uintptr, error) {
+	name, err := xattrName(t, nameAddr)
 	if err != nil {
 		return 0, err
 	}
 	return 0, vfs.RemoveXattr(fsCreds(t), p, name)
 }
 
+// xattrOp is one of the four operations with its file resolved: the
+// arguments after the file's are those of the path and fd forms.
+type xattrOp func(t *kernel.Task, p vfs.XattrTarget, a *arch.SyscallArgs) (uintptr, error)
+
+var (
+	setxattrOp xattrOp = func(t *kernel.Task, p vfs.XattrTarget, a *arch.SyscallArgs) (uintptr, error) {
+		return setxattr(t, p, a.Ptr(1), a.Ptr(2), a[3], int(a.Int(4)))
+	}
+	getxattrOp xattrOp = func(t *kernel.Task, p vfs.XattrTarget, a *arch.SyscallArgs) (uintptr, error) {
+		return getxattr(t, p, a.Ptr(1), a.Ptr(2), a[3])
+	}
+	listxattrOp xattrOp = func(t *kernel.Task, p vfs.XattrTarget, a *arch.SyscallArgs) (uintptr, error) {
+		return listxattr(t, p, a.Ptr(1), a[2])
+	}
+	removexattrOp xattrOp = func(t *kernel.Task, p vfs.XattrTarget, a *arch.SyscallArgs) (uintptr, error) {
+		return removexattr(t, p, a.Ptr(1))
+	}
+)
+
 // byPath and byFD make the three forms of an attribute call.
-func byPath(follow bool, fn func(*kernel.Task, vfs.XattrTarget, *arch.SyscallArgs) (uintptr, error)) Handler {
+func byPath(follow bool, fn xattrOp) Handler {
 	return func(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		p, err := xattrPath(t, a.Ptr(0), follow)
 		if err != nil {
@@ -115,7 +135,7 @@ func byPath(follow bool, fn func(*kernel.Task, vfs.XattrTarget, *arch.SyscallArg
 	}
 }
 
-func byFD(fn func(*kernel.Task, vfs.XattrTarget, *arch.SyscallArgs) (uintptr, error)) Handler {
+func byFD(fn xattrOp) Handler {
 	return func(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		p, err := xattrFile(t, a.Int(0))
 		if err != nil {
@@ -125,18 +145,146 @@ func byFD(fn func(*kernel.Task, vfs.XattrTarget, *arch.SyscallArgs) (uintptr, er
 	}
 }
 
+// The *xattrat calls (Linux 6.13) name the file as the *at calls do:
+// dirfd, a path and AT_SYMLINK_NOFOLLOW or AT_EMPTY_PATH; an empty (or
+// NULL) path with AT_EMPTY_PATH is dirfd's file, as the f* forms take it
+// (an O_PATH descriptor is EBADF), or the working directory for
+// AT_FDCWD.
+
+// xattrAtFlags checks the at_flags argument of the *xattrat calls.
+func xattrAtFlags(flags uint32) error {
+	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return unix.EINVAL
+	}
+	return nil
+}
+
+// xattrAt resolves the file of an *xattrat call.
+func xattrAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags uint32) (vfs.XattrTarget, error) {
+	name := ""
+	if pathAddr != 0 || flags&unix.AT_EMPTY_PATH == 0 {
+		var err error
+		if name, err = copyInPath(t, pathAddr); err != nil {
+			return vfs.XattrTarget{}, err
+		}
+	}
+	if name == "" && flags&unix.AT_EMPTY_PATH != 0 && dirfd >= 0 {
+		return xattrFile(t, dirfd)
+	}
+	p, err := lookupNameAt(t, dirfd, name, flags&unix.AT_SYMLINK_NOFOLLOW == 0, int(flags))
+	if err != nil {
+		return vfs.XattrTarget{}, err
+	}
+	return vfs.XattrTargetOf(p)
+}
+
+// xattrArgs is struct xattr_args: the value's address, its size and the
+// call's flags (XATTR_CREATE, XATTR_REPLACE; 0 for getxattrat).
+type xattrArgs struct {
+	Value       uint64
+	Size, Flags uint32
+}
+
+// copyInXattrArgs reads a struct xattr_args of usize bytes as Linux's
+// copy_struct_from_user: smaller than the first version EINVAL, larger
+// than a page E2BIG, and the bytes past the ones known must be zero
+// (E2BIG).
+func copyInXattrArgs(t *kernel.Task, addr uintptr, usize uint64) (xattrArgs, error) {
+	const known = 16
+	var args xattrArgs
+	switch {
+	case usize < known:
+		return args, unix.EINVAL
+	case usize > 4096:
+		return args, unix.E2BIG
+	}
+	b := make([]byte, usize)
+	if _, err := t.CopyIn(addr, b); err != nil {
+		return args, err
+	}
+	for _, c := range b[known:] {
+		if c != 0 {
+			return args, unix.E2BIG
+		}
+	}
+	args.Value = binary.LittleEndian.Uint64(b)
+	args.Size = binary.LittleEndian.Uint32(b[8:])
+	args.Flags = binary.LittleEndian.Uint32(b[12:])
+	return args, nil
+}
+
+// Setxattrat implements Linux syscall setxattrat(2).
+func Setxattrat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if err := xattrAtFlags(a.Uint(2)); err != nil {
+		return 0, err
+	}
+	args, err := copyInXattrArgs(t, a.Ptr(4), a[5])
+	if err != nil {
+		return 0, err
+	}
+	p, err := xattrAt(t, a.Int(0), a.Ptr(1), a.Uint(2))
+	if err != nil {
+		return 0, err
+	}
+	return setxattr(t, p, a.Ptr(3), uintptr(args.Value), uint64(args.Size), int(args.Flags))
+}
+
+// Getxattrat implements Linux syscall getxattrat(2): the flags of its
+// struct xattr_args must be 0.
+func Getxattrat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if err := xattrAtFlags(a.Uint(2)); err != nil {
+		return 0, err
+	}
+	args, err := copyInXattrArgs(t, a.Ptr(4), a[5])
+	if err != nil {
+		return 0, err
+	}
+	if args.Flags != 0 {
+		return 0, unix.EINVAL
+	}
+	p, err := xattrAt(t, a.Int(0), a.Ptr(1), a.Uint(2))
+	if err != nil {
+		return 0, err
+	}
+	return getxattr(t, p, a.Ptr(3), uintptr(args.Value), uint64(args.Size))
+}
+
+// Listxattrat implements Linux syscall listxattrat(2).
+func Listxattrat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if err := xattrAtFlags(a.Uint(2)); err != nil {
+		return 0, err
+	}
+	p, err := xattrAt(t, a.Int(0), a.Ptr(1), a.Uint(2))
+	if err != nil {
+		return 0, err
+	}
+	return listxattr(t, p, a.Ptr(3), a[4])
+}
+
+// Removexattrat implements Linux syscall removexattrat(2).
+func Removexattrat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if err := xattrAtFlags(a.Uint(2)); err != nil {
+		return 0, err
+	}
+	p, err := xattrAt(t, a.Int(0), a.Ptr(1), a.Uint(2))
+	if err != nil {
+		return 0, err
+	}
+	return removexattr(t, p, a.Ptr(3))
+}
+
 // The handlers, for the table.
 var (
-	Setxattr     = byPath(true, setxattr)
-	Lsetxattr    = byPath(false, setxattr)
-	Fsetxattr    = byFD(setxattr)
-	Getxattr     = byPath(true, getxattr)
-	Lgetxattr    = byPath(false, getxattr)
-	Fgetxattr    = byFD(getxattr)
-	Listxattr    = byPath(true, listxattr)
-	Llistxattr   = byPath(false, listxattr)
-	Flistxattr   = byFD(listxattr)
-	Removexattr  = byPath(true, removexattr)
-	Lremovexattr = byPath(false, removexattr)
-	Fremovexattr = byFD(removexattr)
+	Setxattr     = byPath(true, setxattrOp)
+	Lsetxattr    = byPath(false, setxattrOp)
+	Fsetxattr    = byFD(setxattrOp)
+	Getxattr     = byPath(true, getxattrOp)
+	Lgetxattr    = byPath(false, getxattrOp)
+	Fgetxattr    = byFD(getxattrOp)
+	Listxattr    = byPath(true, listxattrOp)
+	Llistxattr   = byPath(false, listxattrOp)
+	Flistxattr   = byFD(listxattrOp)
+	Removexattr  = byPath(true, removexattrOp)
+	Lremovexattr = byPath(false, removexattrOp)
+	Fremovexattr = byFD(removexattrOp)
 )
