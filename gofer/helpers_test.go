@@ -138,3 +138,9 @@ func isErrno(err error) bool {
 	var e unix.Errno
 	return errors.As(err, &e)
 }
+
+// errOf is the error of a change's call, whose DirChange the test ignores.
+func errOf(_ DirChange, err error) error { return err }
+
+// errOf2 is errOf for a rename's two DirChanges.
+func errOf2(_, _ DirChange, err error) error { return err }

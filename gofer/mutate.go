@@ -33,6 +33,27 @@ func (s *session) mutableDir(id NodeID) (*node, error) {
 	return dir, nil
 }
 
+// ctimeOf returns dir's change time, before a change in it (DirChange).
+func ctimeOf(dir *node) (unix.Timespec, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir.fd, "", &st, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return unix.Timespec{}, err
+	}
+	return st.Ctim, nil
+}
+
+// answerDirChange adds to the answer what the change just made in dir did
+// to it, its change time before being before. The change is made whether
+// or not dir can be read after it: an unreadable one is told as unknown.
+func (s *session) answerDirChange(dir *node, before unix.Timespec) {
+	c := DirChange{Before: before}
+	var st unix.Stat_t
+	if unix.Fstatat(dir.fd, "", &st, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW) == nil {
+		c.After = attrOf(&st)
+	}
+	s.out = appendDirChange(s.out, &c)
+}
+
 // newNode walks to name, just made in dir, checks it is the file made
 // (ident, when the maker holds it open), sets its owner and mode, and
 // answers with its node and attributes. Should it fail to walk there or to
@@ -114,6 +135,10 @@ func (s *session) create(dirID NodeID, mode, uid, gid uint32, name string) (int,
 	if err != nil {
 		return -1, err
 	}
+	before, err := ctimeOf(dir)
+	if err != nil {
+		return -1, err
+	}
 	// O_EXCL: the name must be new, a symlink there included.
 	fd, err := openat2(dir.fd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDWR|unix.O_NONBLOCK|unix.O_NOCTTY, mode&0o777)
 	if err != nil {
@@ -128,6 +153,7 @@ func (s *session) create(dirID NodeID, mode, uid, gid uint32, name string) (int,
 		unix.Close(fd)
 		return -1, err
 	}
+	s.answerDirChange(dir, before)
 	return fd, clearNonblock(fd)
 }
 
@@ -176,10 +202,14 @@ func (s *session) mkdir(dirID NodeID, mode, uid, gid uint32, name string) error 
 	if err != nil {
 		return err
 	}
+	before, err := ctimeOf(dir)
+	if err != nil {
+		return err
+	}
 	if err := unix.Mkdirat(dir.fd, name, 0o700); err != nil {
 		return err
 	}
-	return s.newNode(dir, name, nil, mode, uid, gid)
+	return s.newNodeChanged(dir, name, nil, mode, uid, gid, before)
 }
 
 // mknod makes a FIFO or a socket node (whose I/O the sentry serves
@@ -200,10 +230,14 @@ func (s *session) mknod(dirID NodeID, mode, uid, gid uint32, name string) error 
 	if err != nil {
 		return err
 	}
+	before, err := ctimeOf(dir)
+	if err != nil {
+		return err
+	}
 	if err := unix.Mknodat(dir.fd, name, mode&unix.S_IFMT|0o600, 0); err != nil {
 		return err
 	}
-	return s.newNode(dir, name, nil, mode, uid, gid)
+	return s.newNodeChanged(dir, name, nil, mode, uid, gid, before)
 }
 
 func (s *session) symlink(dirID NodeID, uid, gid uint32, name, target string) error {
@@ -217,10 +251,14 @@ func (s *session) symlink(dirID NodeID, uid, gid uint32, name, target string) er
 	if err != nil {
 		return err
 	}
+	before, err := ctimeOf(dir)
+	if err != nil {
+		return err
+	}
 	if err := unix.Symlinkat(target, dir.fd, name); err != nil {
 		return err
 	}
-	return s.newNode(dir, name, nil, unix.S_IFLNK|0o777, uid, gid)
+	return s.newNodeChanged(dir, name, nil, unix.S_IFLNK|0o777, uid, gid, before)
 }
 
 // link names target again, in dir.
@@ -239,6 +277,10 @@ func (s *session) link(dirID, targetID NodeID, name string) error {
 	if target.mode&unix.S_IFMT == unix.S_IFDIR {
 		return unix.EPERM
 	}
+	before, err := ctimeOf(dir)
+	if err != nil {
+		return err
+	}
 	// AT_EMPTY_PATH links the file target holds, never a name that could
 	// have been swapped for a link meanwhile.
 	if err := unix.Linkat(target.fd, "", dir.fd, name, unix.AT_EMPTY_PATH); err != nil {
@@ -249,7 +291,17 @@ func (s *session) link(dirID, targetID NodeID, name string) error {
 	if err := unix.Fstatat(target.fd, "", &st, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return err
 	}
-	return s.newNode(dir, name, &ident, st.Mode, st.Uid, st.Gid)
+	return s.newNodeChanged(dir, name, &ident, st.Mode, st.Uid, st.Gid, before)
+}
+
+// newNodeChanged is newNode for a name made in dir, whose change time was
+// before until then, adding the DirChange to the answer.
+func (s *session) newNodeChanged(dir *node, name string, ident *unix.Stat_t, mode, uid, gid uint32, before unix.Timespec) error {
+	if err := s.newNode(dir, name, ident, mode, uid, gid); err != nil {
+		return err
+	}
+	s.answerDirChange(dir, before)
+	return nil
 }
 
 // unlink removes a name (a directory with AT_REMOVEDIR). Nodes walked to
@@ -266,10 +318,15 @@ func (s *session) unlink(dirID NodeID, flags int, name string) error {
 	if err != nil {
 		return err
 	}
+	before, err := ctimeOf(dir)
+	if err != nil {
+		return err
+	}
 	if err := unix.Unlinkat(dir.fd, name, flags); err != nil {
 		return err
 	}
 	s.detach(keyOf(dir, name))
+	s.answerDirChange(dir, before)
 	return nil
 }
 
@@ -294,9 +351,19 @@ func (s *session) rename(oldID, newID NodeID, flags uint32, oldName, newName str
 	if err != nil {
 		return err
 	}
+	oldBefore, err := ctimeOf(oldDir)
+	if err != nil {
+		return err
+	}
+	newBefore, err := ctimeOf(newDir)
+	if err != nil {
+		return err
+	}
 	if err := unix.Renameat2(oldDir.fd, oldName, newDir.fd, newName, uint(flags)); err != nil {
 		return err
 	}
+	s.answerDirChange(oldDir, oldBefore)
+	s.answerDirChange(newDir, newBefore)
 	from, to := keyOf(oldDir, oldName), keyOf(newDir, newName)
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		moved, swapped := s.byName[from], s.byName[to]

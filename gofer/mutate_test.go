@@ -34,7 +34,7 @@ func TestCreateGivesExactOwnerAndMode(t *testing.T) {
 	old := unix.Umask(0o077) // the gofer's umask must not matter
 	defer unix.Umask(old)
 
-	id, a, fd, err := c.Create(RootNode, "new", 0o4755, 1234, 5678)
+	id, a, fd, _, err := c.Create(RootNode, "new", 0o4755, 1234, 5678)
 	must(t, err)
 	if _, err := unix.Write(fd, []byte("data")); err != nil {
 		t.Errorf("write to the created file's fd: %v", err)
@@ -54,10 +54,10 @@ func TestCreateGivesExactOwnerAndMode(t *testing.T) {
 		t.Errorf("stat of the new node: %+v, %v", got, err)
 	}
 
-	_, _, _, err = c.Create(RootNode, "new", 0o644, 0, 0)
+	_, _, _, _, err = c.Create(RootNode, "new", 0o644, 0, 0)
 	wantErrno(t, "create over a file", err, unix.EEXIST)
 	must(t, os.Symlink("/nonexistent-outside", filepath.Join(root, "dangling")))
-	_, _, _, err = c.Create(RootNode, "dangling", 0o644, 0, 0)
+	_, _, _, _, err = c.Create(RootNode, "dangling", 0o644, 0, 0)
 	wantErrno(t, "create over a dangling symlink", err, unix.EEXIST)
 	if _, err := os.Lstat("/nonexistent-outside"); err == nil {
 		t.Error("create followed a dangling symlink out of the tree")
@@ -69,12 +69,12 @@ func TestMkdirMknodSymlinkLink(t *testing.T) {
 	root := tree(t)
 	c := serveTree(t, root, false)
 
-	d, a, err := c.Mkdir(RootNode, "sub", 0o2750, 7, 8)
+	d, a, _, err := c.Mkdir(RootNode, "sub", 0o2750, 7, 8)
 	must(t, err)
 	if a.Mode != unix.S_IFDIR|0o2750 || a.UID != 7 || a.GID != 8 {
 		t.Errorf("mkdir attr %+v", a)
 	}
-	if _, _, err := c.Mkdir(d, "inner", 0o755, 0, 0); err != nil {
+	if _, _, _, err := c.Mkdir(d, "inner", 0o755, 0, 0); err != nil {
 		t.Errorf("mkdir in the new directory: %v", err)
 	}
 	if st := lstat(t, filepath.Join(root, "sub", "inner")); st.Mode&unix.S_IFMT != unix.S_IFDIR {
@@ -82,21 +82,21 @@ func TestMkdirMknodSymlinkLink(t *testing.T) {
 	}
 
 	for name, mode := range map[string]uint32{"fifo": unix.S_IFIFO | 0o640, "sock": unix.S_IFSOCK | 0o600, "emptyfile": unix.S_IFREG | 0o644} {
-		_, a, err := c.Mknod(RootNode, name, mode, 3, 4)
+		_, a, _, err := c.Mknod(RootNode, name, mode, 3, 4)
 		must(t, err)
 		if st := lstat(t, filepath.Join(root, name)); st.Mode != mode || st.Uid != 3 || a.Mode != mode {
 			t.Errorf("mknod %s: host mode %o uid %d, answered %o", name, st.Mode, st.Uid, a.Mode)
 		}
 	}
 	for _, mode := range []uint32{unix.S_IFCHR | 0o666, unix.S_IFBLK | 0o666} {
-		_, _, err := c.Mknod(RootNode, "dev", mode, 0, 0)
+		_, _, _, err := c.Mknod(RootNode, "dev", mode, 0, 0)
 		wantErrno(t, "mknod of a device", err, unix.EPERM)
 	}
 	if _, err := os.Lstat(filepath.Join(root, "dev")); err == nil {
 		t.Error("a device node was made")
 	}
 
-	_, a, err = c.Symlink(RootNode, "ln", "../../etc/passwd", 9, 9)
+	_, a, _, err = c.Symlink(RootNode, "ln", "../../etc/passwd", 9, 9)
 	must(t, err)
 	if got, _ := os.Readlink(filepath.Join(root, "ln")); got != "../../etc/passwd" || a.Mode&unix.S_IFMT != unix.S_IFLNK {
 		t.Errorf("symlink: target %q, mode %o", got, a.Mode)
@@ -106,12 +106,12 @@ func TestMkdirMknodSymlinkLink(t *testing.T) {
 	}
 
 	file := walk(t, c, RootNode, "file")
-	_, a, err = c.Link(d, file, "hard")
+	_, a, _, err = c.Link(d, file, "hard")
 	must(t, err)
 	if st := lstat(t, filepath.Join(root, "file")); st.Nlink != 2 || a.Ino != st.Ino {
 		t.Errorf("link: nlink %d, ino %d vs %d", st.Nlink, a.Ino, st.Ino)
 	}
-	_, _, err = c.Link(RootNode, d, "dirlink")
+	_, _, _, err = c.Link(RootNode, d, "dirlink")
 	wantErrno(t, "link of a directory", err, unix.EPERM)
 }
 
@@ -122,7 +122,7 @@ func TestUnlinkLeavesNodesUsableButNotReopenable(t *testing.T) {
 	fd, err := c.Open(file, unix.O_RDONLY)
 	must(t, err)
 	defer unix.Close(fd)
-	must(t, c.Unlink(RootNode, "file", 0))
+	must(t, errOf(c.Unlink(RootNode, "file", 0)))
 	if _, err := os.Lstat(filepath.Join(root, "file")); !os.IsNotExist(err) {
 		t.Errorf("file still there: %v", err)
 	}
@@ -136,14 +136,14 @@ func TestUnlinkLeavesNodesUsableButNotReopenable(t *testing.T) {
 	_, err = c.Open(file, unix.O_RDONLY)
 	wantErrno(t, "open of a removed node", err, unix.ESTALE)
 
-	err = c.Unlink(RootNode, "dir", 0)
+	err = errOf(c.Unlink(RootNode, "dir", 0))
 	wantErrno(t, "unlink of a directory", err, unix.EISDIR)
-	err = c.Unlink(RootNode, "dir", unix.AT_REMOVEDIR)
+	err = errOf(c.Unlink(RootNode, "dir", unix.AT_REMOVEDIR))
 	wantErrno(t, "rmdir of a full directory", err, unix.ENOTEMPTY)
-	must(t, c.Unlink(RootNode, "empty", unix.AT_REMOVEDIR))
-	err = c.Unlink(RootNode, "link-abs", unix.AT_REMOVEDIR|unix.AT_SYMLINK_NOFOLLOW)
+	must(t, errOf(c.Unlink(RootNode, "empty", unix.AT_REMOVEDIR)))
+	err = errOf(c.Unlink(RootNode, "link-abs", unix.AT_REMOVEDIR|unix.AT_SYMLINK_NOFOLLOW))
 	wantErrno(t, "unlink with unknown flags", err, unix.EINVAL)
-	must(t, c.Unlink(RootNode, "link-abs", 0))
+	must(t, errOf(c.Unlink(RootNode, "link-abs", 0)))
 	if _, err := os.Stat("/etc"); err != nil {
 		t.Errorf("removing a link to /etc touched /etc: %v", err)
 	}
@@ -156,7 +156,7 @@ func TestRenamedNodesFollowTheirFiles(t *testing.T) {
 	nested := walk(t, c, dir, "nested")
 	empty := walk(t, c, RootNode, "empty")
 
-	must(t, c.Rename(RootNode, "dir", empty, "moved", 0))
+	must(t, errOf2(c.Rename(RootNode, "dir", empty, "moved", 0)))
 	fd, err := c.Open(nested, unix.O_RDONLY)
 	must(t, err)
 	unix.Close(fd)
@@ -166,7 +166,7 @@ func TestRenamedNodesFollowTheirFiles(t *testing.T) {
 
 	// Exchange: each node follows its own file.
 	file := walk(t, c, RootNode, "file")
-	must(t, c.Rename(RootNode, "file", empty, "moved", unix.RENAME_EXCHANGE))
+	must(t, errOf2(c.Rename(RootNode, "file", empty, "moved", unix.RENAME_EXCHANGE)))
 	if st := lstat(t, filepath.Join(root, "file")); st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		t.Fatalf("after exchange, file is mode %o", st.Mode)
 	}
@@ -186,12 +186,12 @@ func TestRenamedNodesFollowTheirFiles(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(root, "victim"), []byte("v"), 0o644))
 	must(t, os.WriteFile(filepath.Join(root, "winner"), []byte("w"), 0o644))
 	victim := walk(t, c, RootNode, "victim")
-	must(t, c.Rename(RootNode, "winner", RootNode, "victim", 0))
+	must(t, errOf2(c.Rename(RootNode, "winner", RootNode, "victim", 0)))
 	_, err = c.Open(victim, unix.O_RDONLY)
 	wantErrno(t, "open of a replaced node", err, unix.ESTALE)
-	err = c.Rename(RootNode, "victim", RootNode, "link-rel", unix.RENAME_NOREPLACE)
+	err = errOf2(c.Rename(RootNode, "victim", RootNode, "link-rel", unix.RENAME_NOREPLACE))
 	wantErrno(t, "RENAME_NOREPLACE over a name", err, unix.EEXIST)
-	err = c.Rename(RootNode, "victim", RootNode, "x", 1<<7)
+	err = errOf2(c.Rename(RootNode, "victim", RootNode, "x", 1<<7))
 	wantErrno(t, "rename with an unknown flag", err, unix.EINVAL)
 }
 
@@ -266,7 +266,7 @@ func TestTmpfileThenLink(t *testing.T) {
 	before := len(ents)
 	_, err = c.Open(id, unix.O_RDONLY)
 	wantErrno(t, "reopen of an unnamed file", err, unix.ESTALE)
-	_, _, err = c.Link(RootNode, id, "named")
+	_, _, _, err = c.Link(RootNode, id, "named")
 	must(t, err)
 	if got, _ := os.ReadFile(filepath.Join(root, "named")); string(got) != "anon" {
 		t.Errorf("linked tmpfile holds %q", got)
@@ -280,20 +280,20 @@ func TestReadonlyRefusesEveryChange(t *testing.T) {
 	root := tree(t)
 	c := serveTree(t, root, true)
 	file := walk(t, c, RootNode, "file")
-	_, _, _, err := c.Create(RootNode, "x", 0o644, 0, 0)
+	_, _, _, _, err := c.Create(RootNode, "x", 0o644, 0, 0)
 	wantErrno(t, "create", err, unix.EROFS)
 	_, _, _, err = c.Tmpfile(RootNode, 0o644, 0, 0)
 	wantErrno(t, "tmpfile", err, unix.EROFS)
-	_, _, err = c.Mkdir(RootNode, "x", 0o755, 0, 0)
+	_, _, _, err = c.Mkdir(RootNode, "x", 0o755, 0, 0)
 	wantErrno(t, "mkdir", err, unix.EROFS)
-	_, _, err = c.Mknod(RootNode, "x", unix.S_IFIFO|0o644, 0, 0)
+	_, _, _, err = c.Mknod(RootNode, "x", unix.S_IFIFO|0o644, 0, 0)
 	wantErrno(t, "mknod", err, unix.EROFS)
-	_, _, err = c.Symlink(RootNode, "x", "y", 0, 0)
+	_, _, _, err = c.Symlink(RootNode, "x", "y", 0, 0)
 	wantErrno(t, "symlink", err, unix.EROFS)
-	_, _, err = c.Link(RootNode, file, "x")
+	_, _, _, err = c.Link(RootNode, file, "x")
 	wantErrno(t, "link", err, unix.EROFS)
-	wantErrno(t, "unlink", c.Unlink(RootNode, "file", 0), unix.EROFS)
-	wantErrno(t, "rename", c.Rename(RootNode, "file", RootNode, "x", 0), unix.EROFS)
+	wantErrno(t, "unlink", errOf(c.Unlink(RootNode, "file", 0)), unix.EROFS)
+	wantErrno(t, "rename", errOf2(c.Rename(RootNode, "file", RootNode, "x", 0)), unix.EROFS)
 	_, err = c.SetAttr(file, SetAttr{Mask: SetMode, Mode: 0o777})
 	wantErrno(t, "setattr", err, unix.EROFS)
 	if _, err := c.StatFS(RootNode); err != nil {
@@ -339,21 +339,21 @@ func TestChangesStayInsideWhileNamesAreSwapped(t *testing.T) {
 		name := "f" + strconv.Itoa(i%50)
 		// Each node made is released, as the sentry does: a node holds
 		// host descriptors, and 20,000 rounds of them ran the test out.
-		if n, _, fd, err := c.Create(dir, name, 0o644, uid, gid); err == nil {
+		if n, _, fd, _, err := c.Create(dir, name, 0o644, uid, gid); err == nil {
 			unix.Close(fd)
 			c.Release(n)
 		}
-		if n, _, err := c.Mkdir(dir, name+"d", 0o755, uid, gid); err == nil {
+		if n, _, _, err := c.Mkdir(dir, name+"d", 0o755, uid, gid); err == nil {
 			c.Release(n)
 		}
-		if n, _, err := c.Symlink(dir, name+"l", "x", uid, gid); err == nil {
+		if n, _, _, err := c.Symlink(dir, name+"l", "x", uid, gid); err == nil {
 			c.Release(n)
 		}
-		c.Unlink(dir, "keep", 0)
-		c.Unlink(dir, name, 0)
-		c.Unlink(dir, name+"d", unix.AT_REMOVEDIR)
-		c.Unlink(dir, name+"l", 0)
-		c.Rename(dir, "keep", dir, "gone", 0)
+		errOf(c.Unlink(dir, "keep", 0))
+		errOf(c.Unlink(dir, name, 0))
+		errOf(c.Unlink(dir, name+"d", unix.AT_REMOVEDIR))
+		errOf(c.Unlink(dir, name+"l", 0))
+		errOf2(c.Rename(dir, "keep", dir, "gone", 0))
 		c.Release(dir)
 	}
 	stop.Store(true)
@@ -389,7 +389,7 @@ func TestAFileCanBeTheRoot(t *testing.T) {
 	}
 	_, _, err = c.Walk(RootNode, "x")
 	wantErrno(t, "walk in a file root", err, unix.ENOTDIR)
-	_, _, _, err = c.Create(RootNode, "x", 0o644, 0, 0)
+	_, _, _, _, err = c.Create(RootNode, "x", 0o644, 0, 0)
 	wantErrno(t, "create in a file root", err, unix.ENOTDIR)
 
 	// A file swapped in for it by the host is not reopened.
@@ -438,5 +438,39 @@ func TestWalkDirWalksEveryEntry(t *testing.T) {
 	must(t, err)
 	if complete || len(entries) != 0 {
 		t.Errorf("a directory of %d entries: %d entries, complete %v; want none, incomplete", maxWalkDir+1, len(entries), complete)
+	}
+}
+
+// A change of a name answers with the directory's change time before it
+// and its attributes after: a change the host made in between shows as a
+// change time other than the one the last answer left.
+func TestAChangeOfANameTellsWhatItDidToTheDirectory(t *testing.T) {
+	root := t.TempDir()
+	c := serveTree(t, root, false)
+	before := lstat(t, root)
+	d, _, ch, err := c.Mkdir(RootNode, "sub", 0o755, uint32(os.Getuid()), uint32(os.Getgid()))
+	must(t, err)
+	after := lstat(t, root)
+	if ch.Before != before.Ctim || ch.After.Ctime != after.Ctim || ch.After.Ino != after.Ino || ch.After.Nlink != uint64(after.Nlink) {
+		t.Errorf("mkdir's DirChange %+v, want change time %v before and %+v after", ch, before.Ctim, after)
+	}
+	_, _, _, ch2, err := c.Create(d, "f", 0o644, uint32(os.Getuid()), uint32(os.Getgid()))
+	must(t, err)
+	if sub := lstat(t, filepath.Join(root, "sub")); ch2.After.Ctime != sub.Ctim || ch2.After.Ino != sub.Ino {
+		t.Errorf("create's DirChange after %+v, want the subdirectory's %+v", ch2.After, sub)
+	}
+	must(t, os.WriteFile(filepath.Join(root, "host"), nil, 0o644)) // behind the client
+	from, to, err := c.Rename(RootNode, "host", d, "moved", 0)
+	must(t, err)
+	if from.Before == ch.After.Ctime {
+		t.Errorf("rename's DirChange of the root: change time before %v, the same as mkdir left, though the host changed it", from.Before)
+	}
+	if to.Before != ch2.After.Ctime {
+		t.Errorf("rename's DirChange of sub: change time before %v, want %v, the one create left", to.Before, ch2.After.Ctime)
+	}
+	un, err := c.Unlink(d, "moved", 0)
+	must(t, err)
+	if un.Before != to.After.Ctime || un.After.Ctime != lstat(t, filepath.Join(root, "sub")).Ctim {
+		t.Errorf("unlink's DirChange %+v", un)
 	}
 }

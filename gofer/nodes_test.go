@@ -64,9 +64,9 @@ func TestRemovedDirectoryRefusesNames(t *testing.T) {
 	must(t, os.Mkdir(filepath.Join(root, "gone"), 0o755))
 	c := serveTree(t, root, false)
 	gone := walk(t, c, RootNode, "gone")
-	must(t, c.Unlink(RootNode, "gone", unix.AT_REMOVEDIR))
+	must(t, errOf(c.Unlink(RootNode, "gone", unix.AT_REMOVEDIR)))
 	_, err := c.ReadDir(gone)
 	wantErrno(t, "list a removed directory", err, unix.ESTALE)
-	_, _, err = c.Mkdir(gone, "x", 0o755, uint32(os.Getuid()), uint32(os.Getgid()))
+	_, _, _, err = c.Mkdir(gone, "x", 0o755, uint32(os.Getuid()), uint32(os.Getgid()))
 	wantErrno(t, "mkdir in a removed directory", err, unix.ENOENT)
 }

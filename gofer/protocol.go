@@ -22,17 +22,17 @@ import (
 //	opReadLink  node u64                             target
 //	opRelease   node u64, ...                        none
 //	opCreate    dir u64, mode u32, uid u32, gid u32, name
-//	                                                 node u64, attr; an O_RDWR fd in SCM_RIGHTS
+//	                                                 node u64, attr, dirchange; an O_RDWR fd in SCM_RIGHTS
 //	opMkdir     dir u64, mode u32, uid u32, gid u32, name
-//	                                                 node u64, attr
+//	                                                 node u64, attr, dirchange
 //	opMknod     dir u64, mode u32, uid u32, gid u32, name
-//	                                                 node u64, attr
+//	                                                 node u64, attr, dirchange
 //	opSymlink   dir u64, uid u32, gid u32, name length u16, name, target
-//	                                                 node u64, attr
-//	opLink      dir u64, target node u64, name       node u64, attr
-//	opUnlink    dir u64, flags u32, name             none
+//	                                                 node u64, attr, dirchange
+//	opLink      dir u64, target node u64, name       node u64, attr, dirchange
+//	opUnlink    dir u64, flags u32, name             dirchange
 //	opRename    dir u64, new dir u64, flags u32, name length u16, name, new name
-//	                                                 none
+//	                                                 dirchange (dir), dirchange (new dir)
 //	opSetAttr   node u64, setattr                    attr
 //	opStatFS    node u64                             statfs
 //	opTmpfile   dir u64, mode u32, uid u32, gid u32  node u64, attr; an O_RDWR fd in SCM_RIGHTS
@@ -45,8 +45,9 @@ import (
 //	                                                 node u64, attr, name length u16, name
 //
 // A name or link target that ends its message fills the rest of it, so it
-// carries no length of its own. An attr is encoded by appendAttr, a setattr
-// by appendSetAttr and a statfs by appendStatFS; a directory entry is ino
+// carries no length of its own. An attr is encoded by appendAttr, a
+// dirchange by appendDirChange, a setattr by appendSetAttr and a statfs by
+// appendStatFS; a directory entry is ino
 // u64, type u8, name length u16, name. The first request on a connection
 // must be opHello; the server answers anything else with EPROTO until it
 // has agreed on the version.
@@ -76,7 +77,7 @@ const (
 )
 
 const (
-	protocolVersion = 2
+	protocolVersion = 3
 
 	// maxMessage bounds every request and answer. ReadDir answers are
 	// paged to fit it, and Release batches are split to fit it.
@@ -170,6 +171,33 @@ func (d *decoder) attr() Attr {
 		t.Nsec = int64(d.u64())
 	}
 	return a
+}
+
+// DirChange is what a change of a name did to the directory that holds
+// it: the change time the directory had just before the change, and its
+// attributes just after. A client that cached the directory's attributes
+// tells by them whether anything else changed the directory since it last
+// looked (Before is the change time it cached: the host gives every change
+// a change time of its own once the last one was read, as Linux's
+// multigrain timestamps do), and has its new attributes without asking.
+// After.Ino is 0 when the gofer could not read them, which tells nothing.
+type DirChange struct {
+	Before unix.Timespec
+	After  Attr
+}
+
+func appendDirChange(b []byte, c *DirChange) []byte {
+	b = le.AppendUint64(b, uint64(c.Before.Sec))
+	b = le.AppendUint64(b, uint64(c.Before.Nsec))
+	return appendAttr(b, &c.After)
+}
+
+func (d *decoder) dirChange() DirChange {
+	var c DirChange
+	c.Before.Sec = int64(d.u64())
+	c.Before.Nsec = int64(d.u64())
+	c.After = d.attr()
+	return c
 }
 
 // SetAttr is a change of attributes: the fields whose bits are in Mask.

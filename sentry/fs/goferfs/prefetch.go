@@ -27,7 +27,12 @@ type prefetch struct {
 	walked   bool
 	complete bool // entries are every one the directory had
 	at       time.Time
-	entries  map[string]gofer.WalkEntry
+	// ctime is the directory's change time when what the walk knows was
+	// last known true (a directory the sandbox made: as made), zero when
+	// unknown (a walk of the gofer's): a change of a name the sandbox makes
+	// in it that finds it so renews the walk's trust (changed).
+	ctime   unix.Timespec
+	entries map[string]gofer.WalkEntry
 	// handed are the names whose entries were handed over: the walk saw
 	// them, so a look-up of one again (the overlay asks its lower layer
 	// whether a name it removes is there) goes to the gofer instead of
@@ -79,14 +84,50 @@ func (i *inode) prefetched(dn gofer.NodeID, name string) (e gofer.WalkEntry, fou
 }
 
 // madeEmpty records that directory i was just made by the sandbox, and so
-// has no entries: look-ups in it are answered as a complete walk of it
-// would answer them, for as long (negativeTTL), without the walk. An agent
-// unpacking or cloning a tree makes each name in a directory it just made,
-// and each name made is first looked up (vfs: EEXIST if it is there).
-func (i *inode) madeEmpty() {
+// has no entries, with change time ctime: look-ups in it are answered as a
+// complete walk of it would answer them, for as long (negativeTTL), without
+// the walk. An agent unpacking or cloning a tree makes each name in a
+// directory it just made, and each name made is first looked up (vfs:
+// EEXIST if it is there).
+func (i *inode) madeEmpty(ctime unix.Timespec) {
 	i.pfMu.Lock()
-	i.pf = prefetch{walked: true, complete: true, at: time.Now()}
+	i.pf = prefetch{walked: true, complete: true, at: time.Now(), ctime: ctime}
 	i.pfMu.Unlock()
+}
+
+// changed records what a change of a name the sandbox made did to
+// directory i: its attributes now, and, when its change time just before
+// was the one the walk's knowledge was last true at, that nothing else
+// changed the directory meanwhile, so that the walk (with the sandbox's own
+// changes, which vfs and forget track) still knows every name and is
+// trusted for negativeTTL more. This is the 2 s of the walk renewed by what
+// the host tells of the directory, as NFS keeps its cache of a directory
+// while the attributes its own changes answer with (weak cache
+// consistency) show no one else's. A host that changes the directory in
+// the instant between the gofer's look and its change goes unseen, and so
+// does one whose clock gives two changes one change time (before Linux
+// 6.13's multigrain timestamps, one in the same tick).
+func (i *inode) changed(ch gofer.DirChange) {
+	if ch.After.Ino == 0 {
+		// The gofer could not read the directory after the change.
+		i.markStale()
+		i.pfMu.Lock()
+		i.pf.ctime = unix.Timespec{}
+		i.pfMu.Unlock()
+		return
+	}
+	i.pfMu.Lock()
+	pf := &i.pf
+	if pf.ctime != (unix.Timespec{}) && pf.ctime == ch.Before {
+		pf.at = time.Now()
+		pf.ctime = ch.After.Ctime
+	} else {
+		// Changed behind the sandbox, or not known not to be: the walk
+		// answers for no absent name from now on.
+		pf.ctime, pf.at = unix.Timespec{}, time.Time{}
+	}
+	i.pfMu.Unlock()
+	i.setAttr(ch.After)
 }
 
 // existed takes back what the walk of directory i said of name when the

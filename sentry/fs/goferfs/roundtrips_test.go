@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -152,5 +153,38 @@ func TestANameMadeBehindTheSandboxIsFoundOnceTheHostSaysSo(t *testing.T) {
 		if st := stat(t, lookup(t, root, "/w/"+name)); st.Type() != unix.S_IFREG {
 			t.Errorf("%s: type %o", name, st.Type())
 		}
+	}
+}
+
+// A change of a name renews the trust in what the sandbox knows of the
+// directory's names while the directory's change time shows that no one
+// else changed it, and ends it as soon as it shows someone did.
+func TestTheDirectorysChangeTimeRenewsOrEndsWhatIsKnownOfItsNames(t *testing.T) {
+	dir := t.TempDir()
+	root, requests := servedCounting(t, dir)
+	c := me()
+	ok(t, vfs.Mkdir(c, target(t, root, "/w"), 0o755))
+	w := lookup(t, root, "/w").Dentry.Inode().(*inode)
+	age := func(by time.Duration) {
+		w.pfMu.Lock()
+		w.pf.at = w.pf.at.Add(-by)
+		w.pfMu.Unlock()
+	}
+	age(negativeTTL - 100*time.Millisecond)
+	ok(t, vfs.Mkdir(c, target(t, root, "/w/a"), 0o755))
+	time.Sleep(200 * time.Millisecond) // past the 2 s of the directory's making
+	before := requests.Load()
+	ok(t, vfs.Mkdir(c, target(t, root, "/w/b"), 0o755))
+	if got := requests.Load() - before; got != 1 {
+		t.Errorf("mkdir after the trust was renewed: %d round trips, want 1", got)
+	}
+
+	ok(t, os.WriteFile(filepath.Join(dir, "w", "host"), nil, 0o644)) // behind the sandbox
+	ok(t, vfs.Mkdir(c, target(t, root, "/w/c"), 0o755))
+	if st := stat(t, lookup(t, root, "/w/host")); st.Type() != unix.S_IFREG {
+		t.Errorf("the host's file: type %o", st.Type())
+	}
+	if st := stat(t, lookup(t, root, "/w")); st.Nlink != 5 {
+		t.Errorf("link count of /w: %d, want 5 (from the last change's answer)", st.Nlink)
 	}
 }

@@ -11,9 +11,10 @@ import (
 // The writable tree: vfs has checked Linux's rules (see vfs.DirWriter);
 // each change is one gofer call, on the directory's node pinned for it
 // (evict.go), after which what it touched is marked stale or given the
-// attributes the gofer answered with. A directory that
-// gains or loses a name changes its times (and, for subdirectories, its
-// link count), so it is asked again at its next Stat.
+// attributes the gofer answered with. A directory that gains or loses a
+// name takes the attributes the gofer answered the change with
+// (gofer.DirChange), which also tell whether anything else changed it
+// (prefetch.go: changed).
 
 var (
 	_ vfs.DirWriter  = (*inode)(nil)
@@ -28,18 +29,18 @@ func (i *inode) Create(name string, mode, uid, gid uint32) (vfs.Inode, error) {
 	var c *inode
 	var fd int
 	err := i.withNode(func(dn gofer.NodeID) error {
-		n, a, f, err := i.fs.client.Create(dn, name, mode, uid, gid)
+		n, a, f, ch, err := i.fs.client.Create(dn, name, mode, uid, gid)
 		if err != nil {
 			i.existed(name, err)
 			return err
 		}
 		c, fd = i.fs.newInode(i, name, n, a), f
+		i.changed(ch)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	i.markStale()
 	f, err := i.fs.hostFile(fd)
 	if err != nil {
 		return nil, err
@@ -66,13 +67,15 @@ func (f *fs) hostFile(fd int) (*host.Regular, error) {
 // Mkdir implements vfs.DirWriter. The new directory is known empty, so
 // that the names made in it next are not first looked up (prefetch.go).
 func (i *inode) Mkdir(name string, mode, uid, gid uint32) (vfs.Inode, error) {
-	c, err := i.make(name, func(dn gofer.NodeID) (gofer.NodeID, gofer.Attr, error) {
+	c, err := i.make(name, func(dn gofer.NodeID) (gofer.NodeID, gofer.Attr, gofer.DirChange, error) {
 		return i.fs.client.Mkdir(dn, name, mode, uid, gid)
 	})
 	if err != nil {
 		return nil, err
 	}
-	c.(*inode).madeEmpty()
+	d := c.(*inode)
+	st, _ := d.AccessStat() // its attributes as made, which nothing marked stale yet
+	d.madeEmpty(st.Ctime)
 	return c, nil
 }
 
@@ -85,35 +88,35 @@ func (i *inode) Mknod(name string, mode uint32, rdev uint64, uid, gid uint32) (v
 	default:
 		return nil, unix.EPERM
 	}
-	return i.make(name, func(dn gofer.NodeID) (gofer.NodeID, gofer.Attr, error) {
+	return i.make(name, func(dn gofer.NodeID) (gofer.NodeID, gofer.Attr, gofer.DirChange, error) {
 		return i.fs.client.Mknod(dn, name, mode, uid, gid)
 	})
 }
 
 // Symlink implements vfs.DirWriter.
 func (i *inode) Symlink(name, target string, uid, gid uint32) (vfs.Inode, error) {
-	return i.make(name, func(dn gofer.NodeID) (gofer.NodeID, gofer.Attr, error) {
+	return i.make(name, func(dn gofer.NodeID) (gofer.NodeID, gofer.Attr, gofer.DirChange, error) {
 		return i.fs.client.Symlink(dn, name, target, uid, gid)
 	})
 }
 
 // make makes name in directory i with mk, given i's node.
-func (i *inode) make(name string, mk func(dn gofer.NodeID) (gofer.NodeID, gofer.Attr, error)) (vfs.Inode, error) {
+func (i *inode) make(name string, mk func(dn gofer.NodeID) (gofer.NodeID, gofer.Attr, gofer.DirChange, error)) (vfs.Inode, error) {
 	i.forget(name)
 	var c *inode
 	err := i.withNode(func(dn gofer.NodeID) error {
-		n, a, err := mk(dn)
+		n, a, ch, err := mk(dn)
 		if err != nil {
 			i.existed(name, err)
 			return err
 		}
 		c = i.fs.newInode(i, name, n, a)
+		i.changed(ch)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	i.markStale()
 	return c, nil
 }
 
@@ -127,8 +130,9 @@ func (i *inode) Link(name string, target vfs.Inode) error {
 	err := i.withNode(func(dn gofer.NodeID) error {
 		var n gofer.NodeID
 		var a gofer.Attr
+		var ch gofer.DirChange
 		err := t.withNode(func(tn gofer.NodeID) (err error) {
-			n, a, err = i.fs.client.Link(dn, tn, name)
+			n, a, ch, err = i.fs.client.Link(dn, tn, name)
 			return err
 		})
 		if err != nil {
@@ -142,13 +146,13 @@ func (i *inode) Link(name string, target vfs.Inode) error {
 			i.fs.track(t, i, name) // its own node was given back meanwhile
 		}
 		t.setAttr(a)
+		i.changed(ch)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	t.linkable = false
-	i.markStale()
 	return nil
 }
 
@@ -160,12 +164,16 @@ func (i *inode) Rmdir(name string) error { return i.remove(name, unix.AT_REMOVED
 
 func (i *inode) remove(name string, flags int) error {
 	i.forget(name)
-	err := i.withNode(func(dn gofer.NodeID) error { return i.fs.client.Unlink(dn, name, flags) })
+	var ch gofer.DirChange
+	err := i.withNode(func(dn gofer.NodeID) (err error) {
+		ch, err = i.fs.client.Unlink(dn, name, flags)
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	i.fs.removed(i, name)
-	i.markStale()
+	i.changed(ch)
 	return nil
 }
 
@@ -177,9 +185,11 @@ func (i *inode) Rename(oldName string, newDir vfs.Inode, newName string, flags u
 	}
 	i.forget(oldName)
 	nd.forget(newName)
+	var from, to gofer.DirChange
 	err := i.withNode(func(on gofer.NodeID) error {
-		return nd.withNode(func(nn gofer.NodeID) error {
-			return i.fs.client.Rename(on, oldName, nn, newName, flags)
+		return nd.withNode(func(nn gofer.NodeID) (err error) {
+			from, to, err = i.fs.client.Rename(on, oldName, nn, newName, flags)
+			return err
 		})
 	})
 	if err != nil {
@@ -187,8 +197,10 @@ func (i *inode) Rename(oldName string, newDir vfs.Inode, newName string, flags u
 		return err
 	}
 	i.fs.renamed(i, oldName, nd, newName, flags)
-	i.markStale()
-	nd.markStale()
+	i.changed(from)
+	if nd != i {
+		nd.changed(to) // within one directory, to is from again
+	}
 	return nil
 }
 
