@@ -396,7 +396,7 @@ var table = [...]Entry{
 	434: full("pidfd_open", PidfdOpen),
 	435: partial("clone3", Clone3, noteCloneNamespaces),
 	436: full("close_range", CloseRange),
-	437: notYet("openat2", areaFiles),
+	437: partial("openat2", Openat2, "RESOLVE_CACHED lookups are never refused with EAGAIN (Linux refuses one whose entries are not cached)"),
 	438: full("pidfd_getfd", PidfdGetfd),
 	439: full("faccessat2", Faccessat2),
 	440: notYet("process_madvise", areaPidfd),

@@ -1,6 +1,8 @@
 package syscalls
 
 import (
+	"encoding/binary"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/linuxabi"
@@ -32,6 +34,13 @@ func Creat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 }
 
 func openAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int, mode uint32) (uintptr, error) {
+	return openAtResolve(t, dirfd, pathAddr, flags, mode, 0)
+}
+
+// openAtResolve is openAt with openat2's RESOLVE_* flags: with
+// RESOLVE_IN_ROOT dirfd's directory is the walk's root, even for an
+// absolute path; with RESOLVE_BENEATH the walk may not leave it.
+func openAtResolve(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int, mode uint32, resolve uint64) (uintptr, error) {
 	name, err := copyInPath(t, pathAddr)
 	if err != nil {
 		return 0, err
@@ -40,12 +49,19 @@ func openAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int, mode uint3
 		return 0, unix.ENOENT
 	}
 	var start vfs.Path
-	if name[0] != '/' {
+	if name[0] != '/' || resolve&unix.RESOLVE_IN_ROOT != 0 {
 		if start, err = dirPath(t, dirfd); err != nil {
 			return 0, err
 		}
 	}
 	res := t.Resolver(start)
+	res.Restrict = resolve
+	if resolve&unix.RESOLVE_BENEATH != 0 {
+		res.Beneath = start
+	}
+	if resolve&unix.RESOLVE_IN_ROOT != 0 {
+		res.Root = start
+	}
 	var p vfs.Path
 	created := false
 	switch {
@@ -68,6 +84,71 @@ func openAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags int, mode uint3
 	defer f.DecRef()
 	fd, err := t.FDs().Install(f, 0, flags&unix.O_CLOEXEC != 0, nofile(t))
 	return retErr(uintptr(fd), err)
+}
+
+// Openat2 implements Linux syscall openat2(2): openat with a struct
+// open_how, whose every field is checked, and RESOLVE_* flags that
+// restrict the path walk. RESOLVE_CACHED lookups are never refused for
+// want of a cached entry (Linux answers EAGAIN when it has none, and
+// callers then retry without it).
+func Openat2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	b, err := copyInExtensible(t, a.Ptr(2), a[3], openHowSize)
+	if err != nil {
+		return 0, err
+	}
+	le := binary.LittleEndian
+	how := openHow{Flags: le.Uint64(b), Mode: le.Uint64(b[8:]), Resolve: le.Uint64(b[16:])}
+	if err := how.check(); err != nil {
+		return 0, err
+	}
+	return openAtResolve(t, a.Int(0), a.Ptr(1), int(how.Flags), uint32(how.Mode), how.Resolve)
+}
+
+// openHow is struct open_how (24 bytes in its first version).
+type openHow struct{ Flags, Mode, Resolve uint64 }
+
+const openHowSize = 24
+
+// resolveCached is RESOLVE_CACHED (Linux 5.12), which unix lacks.
+const resolveCached = 0x20
+
+// validOpenFlags are the flags openat2 takes (Linux's VALID_OPEN_FLAGS);
+// others are EINVAL, where open and openat ignore them.
+const validOpenFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_NOCTTY | unix.O_TRUNC |
+	unix.O_APPEND | unix.O_NONBLOCK | unix.O_SYNC | unix.O_DSYNC | unix.O_ASYNC | unix.O_DIRECT |
+	linuxabi.O_LARGEFILE | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NOATIME | unix.O_CLOEXEC |
+	unix.O_PATH | unix.O_TMPFILE
+
+// check is Linux's build_open_flags for openat2, in its order: unknown
+// flags or resolve flags, both scopes, a mode without O_CREAT or
+// O_TMPFILE (or one past 07777 with them), O_DIRECTORY with O_CREAT,
+// O_TMPFILE without O_DIRECTORY or write access, O_PATH with flags other
+// than O_DIRECTORY, O_NOFOLLOW and O_CLOEXEC: EINVAL; RESOLVE_CACHED with
+// O_CREAT, O_TRUNC or O_TMPFILE: EAGAIN.
+func (h openHow) check() error {
+	const validResolve = unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_SYMLINKS |
+		unix.RESOLVE_BENEATH | unix.RESOLVE_IN_ROOT | resolveCached
+	const pathFlags = unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_PATH | unix.O_CLOEXEC
+	flags := h.Flags
+	willCreate := flags&(unix.O_CREAT|oTmpfileBit) != 0
+	acc := flags & unix.O_ACCMODE
+	switch {
+	case flags&^validOpenFlags != 0, h.Resolve&^validResolve != 0:
+		return unix.EINVAL
+	case h.Resolve&unix.RESOLVE_BENEATH != 0 && h.Resolve&unix.RESOLVE_IN_ROOT != 0:
+		return unix.EINVAL
+	case willCreate && h.Mode&^0o7777 != 0, !willCreate && h.Mode != 0:
+		return unix.EINVAL
+	case flags&(unix.O_DIRECTORY|unix.O_CREAT) == unix.O_DIRECTORY|unix.O_CREAT:
+		return unix.EINVAL
+	case flags&oTmpfileBit != 0 && (flags&unix.O_DIRECTORY == 0 || acc == unix.O_RDONLY):
+		return unix.EINVAL
+	case flags&unix.O_PATH != 0 && flags&^pathFlags != 0:
+		return unix.EINVAL
+	case h.Resolve&resolveCached != 0 && flags&(unix.O_TRUNC|unix.O_CREAT|oTmpfileBit) != 0:
+		return unix.EAGAIN
+	}
+	return nil
 }
 
 // oTmpfileBit is __O_TMPFILE, which O_TMPFILE adds to O_DIRECTORY.

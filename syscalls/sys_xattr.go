@@ -185,32 +185,14 @@ type xattrArgs struct {
 	Size, Flags uint32
 }
 
-// copyInXattrArgs reads a struct xattr_args of usize bytes as Linux's
-// copy_struct_from_user: smaller than the first version EINVAL, larger
-// than a page E2BIG, and the bytes past the ones known must be zero
-// (E2BIG).
+// copyInXattrArgs reads a struct xattr_args of usize bytes.
 func copyInXattrArgs(t *kernel.Task, addr uintptr, usize uint64) (xattrArgs, error) {
-	const known = 16
-	var args xattrArgs
-	switch {
-	case usize < known:
-		return args, unix.EINVAL
-	case usize > 4096:
-		return args, unix.E2BIG
+	b, err := copyInExtensible(t, addr, usize, 16)
+	if err != nil {
+		return xattrArgs{}, err
 	}
-	b := make([]byte, usize)
-	if _, err := t.CopyIn(addr, b); err != nil {
-		return args, err
-	}
-	for _, c := range b[known:] {
-		if c != 0 {
-			return args, unix.E2BIG
-		}
-	}
-	args.Value = binary.LittleEndian.Uint64(b)
-	args.Size = binary.LittleEndian.Uint32(b[8:])
-	args.Flags = binary.LittleEndian.Uint32(b[12:])
-	return args, nil
+	le := binary.LittleEndian
+	return xattrArgs{Value: le.Uint64(b), Size: le.Uint32(b[8:]), Flags: le.Uint32(b[12:])}, nil
 }
 
 // Setxattrat implements Linux syscall setxattrat(2).

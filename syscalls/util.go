@@ -12,6 +12,30 @@ import (
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
+// copyInExtensible reads a struct that grows by versions (open_how,
+// xattr_args) of usize bytes, as Linux's copy_struct_from_user and its
+// callers: smaller than the first version (known bytes) EINVAL, larger
+// than a page E2BIG, bytes past the known ones that are not zero E2BIG.
+// It returns the known bytes, zero-filled past a shorter usize.
+func copyInExtensible(t *kernel.Task, addr uintptr, usize uint64, known int) ([]byte, error) {
+	switch {
+	case usize < uint64(known):
+		return nil, unix.EINVAL
+	case usize > 4096:
+		return nil, unix.E2BIG
+	}
+	b := make([]byte, usize)
+	if _, err := t.CopyIn(addr, b); err != nil {
+		return nil, err
+	}
+	for _, c := range b[known:] {
+		if c != 0 {
+			return nil, unix.E2BIG
+		}
+	}
+	return b[:known], nil
+}
+
 // copyInPath reads a path argument.
 func copyInPath(t *kernel.Task, addr uintptr) (string, error) {
 	return t.CopyInString(addr, vfs.PathMax)

@@ -122,7 +122,7 @@ func (r Resolver) LookupCreate(name string, follow bool) (Path, Target, error) {
 			}
 			return p, Target{}, nil
 		}
-		if links >= MaxSymlinks {
+		if links >= MaxSymlinks || r.Restrict&unix.RESOLVE_NO_SYMLINKS != 0 {
 			return Path{}, Target{}, unix.ELOOP
 		}
 		target, err := Readlink(p.Dentry.inode, r.Caller)

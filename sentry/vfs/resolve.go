@@ -12,11 +12,52 @@ import (
 // Creds the credentials every directory a name is looked up in must grant
 // search permission to. The zero Creds are an unprivileged root user's:
 // the kernel's own lookups say KernelCreds.
+//
+// Restrict holds openat2's RESOLVE_* flags, which refuse some steps of the
+// walk: RESOLVE_NO_XDEV a step onto another mount (EXDEV),
+// RESOLVE_NO_SYMLINKS following any symlink and RESOLVE_NO_MAGICLINKS a
+// magic link (ELOOP), RESOLVE_BENEATH an absolute path, a ".." out of
+// Beneath and a magic link (EXDEV). RESOLVE_IN_ROOT is the caller's to
+// make: Root the directory itself, and a magic link EXDEV.
 type Resolver struct {
-	Root   Path
-	Start  Path
-	Caller Caller
-	Creds  Creds
+	Root     Path
+	Start    Path
+	Caller   Caller
+	Creds    Creds
+	Restrict uint64
+	Beneath  Path // with RESOLVE_BENEATH, the directory the walk stays in
+}
+
+// scoped reports RESOLVE_BENEATH or RESOLVE_IN_ROOT.
+func (r Resolver) scoped() bool {
+	return r.Restrict&(unix.RESOLVE_BENEATH|unix.RESOLVE_IN_ROOT) != 0
+}
+
+// jumpRoot checks a walk that goes to the root, from cur (nil at the
+// start of a name): refused beneath a directory, and, with
+// RESOLVE_NO_XDEV, onto another mount from where the walk is.
+func (r Resolver) jumpRoot(cur *Path) error {
+	if r.Restrict&unix.RESOLVE_BENEATH != 0 {
+		return unix.EXDEV
+	}
+	if r.Restrict&unix.RESOLVE_NO_XDEV != 0 && cur != nil && cur.Mount != r.Root.Mount {
+		return unix.EXDEV
+	}
+	return nil
+}
+
+// jumpMagic checks following a magic link from cur to p, as Linux's
+// nd_jump_link.
+func (r Resolver) jumpMagic(cur, p Path) error {
+	switch {
+	case r.Restrict&unix.RESOLVE_NO_MAGICLINKS != 0:
+		return unix.ELOOP
+	case r.Restrict&unix.RESOLVE_NO_XDEV != 0 && cur.Mount != p.Mount:
+		return unix.EXDEV
+	case r.scoped():
+		return unix.EXDEV
+	}
+	return nil
 }
 
 // Lookup resolves name. With followFinal, a symlink in the last component
@@ -31,6 +72,9 @@ func (r Resolver) Lookup(name string, followFinal bool) (Path, error) {
 	}
 	cur := r.Start
 	if name[0] == '/' {
+		if err := r.jumpRoot(nil); err != nil {
+			return Path{}, err
+		}
 		cur = r.Root
 	}
 	if cur.Dentry == nil {
@@ -63,7 +107,14 @@ func (r Resolver) Lookup(name string, followFinal bool) (Path, error) {
 			rest = next
 			continue
 		case "..":
-			cur, rest = parentOf(cur, r.Root), next
+			if r.Restrict&unix.RESOLVE_BENEATH != 0 && cur == r.Beneath {
+				return Path{}, unix.EXDEV
+			}
+			up := parentOf(cur, r.Root)
+			if r.Restrict&unix.RESOLVE_NO_XDEV != 0 && up.Mount != cur.Mount {
+				return Path{}, unix.EXDEV
+			}
+			cur, rest = up, next
 			continue
 		}
 		if len(comp) > NameMax {
@@ -74,15 +125,21 @@ func (r Resolver) Lookup(name string, followFinal bool) (Path, error) {
 			return Path{}, err
 		}
 		child := crossMounts(Path{cur.Mount, c})
+		if r.Restrict&unix.RESOLVE_NO_XDEV != 0 && child.Mount != cur.Mount {
+			return Path{}, unix.EXDEV
+		}
 		if child.Dentry.isLink && (!last || followFinal || next != "") {
 			links++
-			if links > MaxSymlinks {
+			if links > MaxSymlinks || r.Restrict&unix.RESOLVE_NO_SYMLINKS != 0 {
 				return Path{}, unix.ELOOP
 			}
 			if m, ok := child.Dentry.inode.(MagicLink); ok {
 				if p, magic, err := m.Jump(r.Caller); err != nil {
 					return Path{}, err
 				} else if magic {
+					if err := r.jumpMagic(cur, p); err != nil {
+						return Path{}, err
+					}
 					cur, rest = p, next
 					if next != "" && !p.Dentry.isDir {
 						return Path{}, unix.ENOTDIR
@@ -98,6 +155,9 @@ func (r Resolver) Lookup(name string, followFinal bool) (Path, error) {
 				return Path{}, unix.ENOENT
 			}
 			if target[0] == '/' {
+				if err := r.jumpRoot(&cur); err != nil {
+					return Path{}, err
+				}
 				cur = r.Root
 			}
 			rest = target + next
