@@ -25,6 +25,7 @@ const (
 	notePtrace          = "between the sandbox's tasks, under YAMA's ptrace_scope 1; hardware breakpoints and watchpoints are not armed (a DR7 that enables one is ENOSPC), PTRACE_PEEKSIGINFO, PTRACE_GET_THREAD_AREA, PTRACE_SINGLEBLOCK and the seccomp requests answer EIO, there is no PTRACE_EVENT_SECCOMP, and segment registers cannot be changed"
 	noteReserved        = "reserved: Linux has never implemented it and answers ENOSYS"
 	noteAdjtimex        = "reads the state of a clock no NTP daemon disciplines (STA_UNSYNC, TIME_ERROR), which the sandbox's is: the host's clock, never adjusted from inside; any mode that sets answers EPERM, CAP_SYS_TIME over the host's clock being never granted"
+	noteFutex2          = "32-bit futexes, the only size Linux has; a FUTEX2_NUMA futex's node word is the sandbox's one node (FUTEX_NO_NODE becomes 0, another node EINVAL); a waiter woken through two futexes of one futex_waitv at once counts once"
 	noteOneNode         = "the sandbox has one memory node: Linux built without NUMA answers ENOSYS, which libnuma reads as NUMA unavailable"
 )
 
@@ -38,7 +39,6 @@ const (
 	areaKeys       = "keyrings, issue #14"
 	areaAIO        = "Linux AIO, issue #14"
 	areaMemory     = "memory management; no issue plans it yet"
-	areaFutex2     = "the futex2 calls; no issue plans them yet"
 	areaQuotas     = "disk quotas; no issue plans them yet"
 )
 
@@ -408,14 +408,14 @@ var table = [...]Entry{
 	446: notYet("landlock_restrict_self", "Landlock, issue #14"),
 	447: byDesign("memfd_secret", unix.ENOSYS, "memory hidden from the kernel could not be hidden from the sentry; Linux booted without secretmem answers ENOSYS"),
 	448: notYet("process_mrelease", areaPidfd),
-	449: notYet("futex_waitv", areaFutex2),
+	449: partial("futex_waitv", FutexWaitv, noteFutex2),
 	450: byDesign("set_mempolicy_home_node", unix.ENOSYS, noteOneNode),
 	451: partial("cachestat", Cachestat, "every page of a regular file's data in the range counts as cached (a hole too), none as dirty, under writeback or evicted: the sandbox's files are in memory or the host's"),
 	452: full("fchmodat2", Fchmodat2),
 	453: byDesign("map_shadow_stack", unix.ENOSYS, "no user shadow stacks: Linux built without them answers ENOSYS"),
-	454: notYet("futex_wake", areaFutex2),
-	455: notYet("futex_wait", areaFutex2),
-	456: notYet("futex_requeue", areaFutex2),
+	454: partial("futex_wake", FutexWake2, noteFutex2),
+	455: partial("futex_wait", FutexWait2, noteFutex2),
+	456: partial("futex_requeue", FutexRequeue2, noteFutex2),
 	457: notYet("statmount", areaNamespaces),
 	458: notYet("listmount", areaNamespaces),
 	459: byDesign("lsm_get_self_attr", unix.ENOSYS, "no Linux security module runs inside the sandbox; Linux before 6.8 answers ENOSYS"),

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +23,17 @@ type futexWaiter struct {
 	key    mm.FutexKey
 	bitset uint32
 	woken  chan struct{} // closed by the waker
+	// multi is the futex_waitv(2) wait this waiter is one futex of, with
+	// its index there; nil for a wait on one futex.
+	multi *futexMulti
+	index int
+}
+
+// futexMulti is a wait on several futexes at once: one waiter per futex,
+// sharing one channel; the first wake takes every one off its queue.
+type futexMulti struct {
+	waiters []*futexWaiter
+	woken   int // index of the futex woken, -1 until then (ft.mu)
 }
 
 // FutexWait sleeps while the word at addr holds val, until woken (by a wake
@@ -86,16 +98,99 @@ func (ft *futexTable) wakeLocked(key mm.FutexKey, n int, bitset uint32) int {
 	q := ft.waiters[key]
 	woken := 0
 	kept := q[:0]
+	multi := false
 	for _, w := range q {
+		if w.multi != nil && w.multi.woken >= 0 {
+			continue // woken through another futex just now
+		}
 		if woken < n && w.bitset&bitset != 0 {
-			close(w.woken)
+			if w.multi != nil {
+				ft.wakeMultiLocked(w, key)
+				multi = true
+			} else {
+				close(w.woken)
+			}
 			woken++
 			continue
 		}
 		kept = append(kept, w)
 	}
+	if multi {
+		// A multi-futex waiter woken here may have had another futex on
+		// this key too, queued before the one woken.
+		kept = slices.DeleteFunc(kept, func(w *futexWaiter) bool { return w.multi != nil && w.multi.woken >= 0 })
+	}
 	ft.set(key, kept)
 	return woken
+}
+
+// wakeMultiLocked wakes the multi-futex wait w is part of, through w, and
+// takes its other futexes off their queues (but those on key, which the
+// caller is rebuilding).
+func (ft *futexTable) wakeMultiLocked(w *futexWaiter, key mm.FutexKey) {
+	w.multi.woken = w.index
+	for _, x := range w.multi.waiters {
+		if x != w && x.key != key {
+			ft.remove(x)
+		}
+	}
+	close(w.woken)
+}
+
+// FutexWaitEntry is one futex of a futex_waitv(2) wait.
+type FutexWaitEntry struct {
+	Addr    uintptr
+	Val     uint32
+	Private bool
+}
+
+// FutexWaitv sleeps on every futex of ws at once while each word holds
+// its value (EAGAIN if one does not), until one is woken, whose index it
+// returns, the deadline (ETIMEDOUT) or a signal.
+func (t *Task) FutexWaitv(ws []FutexWaitEntry, deadline time.Time) (int, error) {
+	keys := make([]mm.FutexKey, len(ws))
+	for i, e := range ws {
+		k, err := t.mm.FutexKey(e.Addr, e.Private)
+		if err != nil {
+			return 0, err
+		}
+		keys[i] = k
+	}
+	ft := &t.k.futexes
+	ft.mu.Lock()
+	for _, e := range ws {
+		cur, err := t.mm.LoadU32(e.Addr)
+		if err != nil {
+			ft.mu.Unlock()
+			return 0, err
+		}
+		if cur != e.Val {
+			ft.mu.Unlock()
+			return 0, unix.EAGAIN
+		}
+	}
+	m := &futexMulti{woken: -1, waiters: make([]*futexWaiter, len(ws))}
+	woken := make(chan struct{})
+	if ft.waiters == nil {
+		ft.waiters = make(map[mm.FutexKey][]*futexWaiter)
+	}
+	for i, k := range keys {
+		w := &futexWaiter{key: k, bitset: linuxabi.FUTEX_BITSET_MATCH_ANY, woken: woken, multi: m, index: i}
+		m.waiters[i] = w
+		ft.waiters[k] = append(ft.waiters[k], w)
+	}
+	ft.mu.Unlock()
+
+	err := t.BlockUntil(woken, deadline)
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if m.woken >= 0 {
+		return m.woken, nil // woken, perhaps just as it gave up: the wake counts
+	}
+	for _, w := range m.waiters {
+		ft.remove(w)
+	}
+	return 0, err
 }
 
 // FutexWake wakes up to n tasks waiting on the word at addr; a count of 0
@@ -113,13 +208,14 @@ func (t *Task) FutexWake(addr uintptr, n int, bitset uint32, private bool) (int,
 }
 
 // FutexRequeue wakes up to nWake waiters on addr and moves up to nMove
-// more to addr2. With cmp, it first checks that addr holds val (EAGAIN).
-func (t *Task) FutexRequeue(addr, addr2 uintptr, nWake, nMove int, cmp bool, val uint32, private bool) (int, error) {
+// more to addr2 (each private or shared as its flag says). With cmp, it
+// first checks that addr holds val (EAGAIN).
+func (t *Task) FutexRequeue(addr, addr2 uintptr, nWake, nMove int, cmp bool, val uint32, private, private2 bool) (int, error) {
 	key, err := t.mm.FutexKey(addr, private)
 	if err != nil {
 		return 0, err
 	}
-	key2, err := t.mm.FutexKey(addr2, private)
+	key2, err := t.mm.FutexKey(addr2, private2)
 	if err != nil {
 		return 0, err
 	}

@@ -68,18 +68,26 @@ func (m *MemoryManager) UpdateU32(addr uintptr, fn func(old uint32) (uint32, boo
 
 // FutexKey identifies the word at addr for futex queues: its memory-file
 // offset if the mapping is shared (so that processes sharing it meet), or
-// this address space and the address otherwise.
+// this address space and the address otherwise. A private futex is its
+// address alone, mapped or not, as Linux's get_futex_key makes it (a wake
+// of an unmapped one finds no waiters; a wait reads the word and faults).
 func (m *MemoryManager) FutexKey(addr uintptr, private bool) (FutexKey, error) {
-	unlock := m.lockFor([]Range{{addr, 4}}, false)
-	defer unlock()
 	if addr%4 != 0 {
 		return FutexKey{}, unix.EINVAL
 	}
+	if private {
+		if addr+4 < addr || addr+4 > m.maxAddr {
+			return FutexKey{}, unix.EFAULT
+		}
+		return FutexKey{MM: m, Addr: uint64(addr)}, nil
+	}
+	unlock := m.lockFor([]Range{{addr, 4}}, false)
+	defer unlock()
 	v, ok := m.vmas.lookup(addr)
 	if !ok {
 		return FutexKey{}, unix.EFAULT
 	}
-	if private || !v.shared {
+	if !v.shared {
 		return FutexKey{MM: m, Addr: uint64(addr)}, nil
 	}
 	p, ok := m.pmas.lookup(addr)
