@@ -10,6 +10,7 @@ const (
 	noteStatfs    = "tmpfs reports its size and use, the gofer's trees the host file system's figures"
 	noteXattr     = "user., trusted. and security. attributes, on regular files and directories of the gofer's trees and on any tmpfs file; system. (POSIX ACLs) answers EOPNOTSUPP"
 	noteRWFlags   = "RWF_NOWAIT is taken by pipes, sockets and the memory devices, and answers EOPNOTSUPP for other files (Linux's eventfd, timerfd and, on ext4, xfs or btrfs, regular files take it); RWF_ATOMIC and RWF_DONTCACHE answer EOPNOTSUPP, as on tmpfs; procfs files take every flag, where Linux takes RWF_HIPRI alone"
+	noteFileAttr  = "the sandbox keeps no file flags (chattr's), extent size hints or project ids: regular files and directories report none, and a change to any answers EOPNOTSUPP (Linux's tmpfs keeps the append-only, immutable, nodump and noatime flags)"
 	noteInotify   = "events for what the guest does through the sentry; changes the host makes behind a bind mount are not seen, nor writes through shared mappings (Linux reports neither); max_user_watches and max_user_instances are not enforced"
 	noteSched     = "policies, priorities and nice values are kept per thread and reported as Linux reports them; the host schedules every guest thread alike"
 	noteSocket    = "AF_UNIX (stream, datagram, seqpacket); AF_INET and AF_INET6 (TCP, UDP, ICMP echo, and raw sockets with CAP_NET_RAW) over the sandbox's netstack; AF_NETLINK NETLINK_ROUTE (links, addresses, routes; changes answer EPERM or EOPNOTSUPP); AF_PACKET and other families EAFNOSUPPORT"
@@ -31,7 +32,6 @@ const (
 
 // Areas that will bring the calls moat lacks for now.
 const (
-	areaFiles      = "the file system, issue #9"
 	areaNet        = "sockets and networking, issue #11"
 	areaProcAttr   = "process attributes, issue #14"
 	areaPidfd      = "pidfds, issue #14"
@@ -427,8 +427,8 @@ var table = [...]Entry{
 	465: partial("listxattrat", Listxattrat, noteXattr),
 	466: partial("removexattrat", Removexattrat, noteXattr),
 	467: notYet("open_tree_attr", areaNamespaces),
-	468: notYet("file_getattr", areaFiles),
-	469: notYet("file_setattr", areaFiles),
+	468: partial("file_getattr", FileGetattr, noteFileAttr),
+	469: partial("file_setattr", FileSetattr, noteFileAttr),
 	470: notYet("listns", areaNamespaces),
 	471: notYet("rseq_slice_yield", "restartable sequences, issue #14; glibc runs without them"),
 }

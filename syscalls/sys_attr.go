@@ -1,6 +1,8 @@
 package syscalls
 
 import (
+	"encoding/binary"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/sentry/arch"
@@ -294,4 +296,162 @@ func utimesAt(t *kernel.Task, dirfd int32, pathAddr uintptr, times *[2]unix.Time
 		return 0, err
 	}
 	return 0, vfs.Utimes(fsCreds(t), p, times)
+}
+
+// fileAttrSize is the first version's size of struct file_attr: u64
+// fa_xflags, then u32 fa_extsize, fa_nextents, fa_projid, fa_cowextsize,
+// the fields of FS_IOC_FSGETXATTR's struct fsxattr.
+const fileAttrSize = 24
+
+// FS_XFLAG_* bits file_setattr looks at (Linux's FS_XFLAGS_MASK).
+const (
+	xflagImmutable    = 0x8
+	xflagAppend       = 0x10
+	xflagExtSize      = 0x800
+	xflagExtSzInherit = 0x1000
+	xflagCowExtSize   = 0x10000
+	xflagHasAttr      = 0x80000000 // read-only: ignored when set
+	xflagsMask        = 0x1fffb | xflagHasAttr
+)
+
+// fileAttrAt resolves the file of file_getattr or file_setattr as the
+// *xattrat calls do; its Dentry is nil for a file open at dirfd outside
+// the tree (a pipe).
+func fileAttrAt(t *kernel.Task, dirfd int32, pathAddr uintptr, flags uint32) (vfs.Path, error) {
+	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return vfs.Path{}, unix.EINVAL
+	}
+	name := ""
+	if pathAddr != 0 || flags&unix.AT_EMPTY_PATH == 0 {
+		var err error
+		if name, err = copyInPath(t, pathAddr); err != nil {
+			return vfs.Path{}, err
+		}
+	}
+	if name == "" && flags&unix.AT_EMPTY_PATH != 0 && dirfd >= 0 {
+		f, err := fileAt(t, dirfd)
+		if err != nil {
+			return vfs.Path{}, err
+		}
+		defer f.DecRef()
+		return f.Path(), nil
+	}
+	return lookupNameAt(t, dirfd, name, flags&unix.AT_SYMLINK_NOFOLLOW == 0, int(flags))
+}
+
+// fileAttrStat is the attributes of a file that keeps file attributes:
+// as on Linux, only regular files and directories, and not those of the
+// pseudo file systems (EOPNOTSUPP).
+func fileAttrStat(p vfs.Path) (vfs.Stat, error) {
+	if p.Dentry == nil {
+		return vfs.Stat{}, unix.EOPNOTSUPP
+	}
+	switch p.Mount.Type {
+	case "proc", "sysfs", "cgroup2", "mqueue", "devpts":
+		return vfs.Stat{}, unix.EOPNOTSUPP
+	}
+	st, err := p.Dentry.Inode().Stat()
+	if err != nil {
+		return st, err
+	}
+	if st.Type() != unix.S_IFREG && st.Type() != unix.S_IFDIR {
+		return st, unix.EOPNOTSUPP
+	}
+	return st, nil
+}
+
+// fileAttrUsize checks the size argument of file_getattr and
+// file_setattr.
+func fileAttrUsize(usize uint64) error {
+	switch {
+	case usize > 4096:
+		return unix.E2BIG
+	case usize < fileAttrSize:
+		return unix.EINVAL
+	}
+	return nil
+}
+
+// FileGetattr implements Linux syscall file_getattr(2) (Linux 6.17): the
+// sandbox keeps no file flags, extent size hints or project ids, so every
+// file that has attributes answers none, as a tmpfs file that was never
+// given any; the bytes past the known ones are zeroed.
+func FileGetattr(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	if a.Uint(4)&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return 0, unix.EINVAL
+	}
+	if err := fileAttrUsize(a[3]); err != nil {
+		return 0, err
+	}
+	p, err := fileAttrAt(t, a.Int(0), a.Ptr(1), a.Uint(4))
+	if err != nil {
+		return 0, err
+	}
+	if _, err := fileAttrStat(p); err != nil {
+		return 0, err
+	}
+	_, err = t.CopyOut(a.Ptr(2), make([]byte, a[3]))
+	return 0, err
+}
+
+// FileSetattr implements Linux syscall file_setattr(2) with Linux's
+// checks in order: unknown xflags EINVAL, a file without attributes
+// EOPNOTSUPP, a read-only mount EROFS, a caller that is not the owner (or
+// CAP_FOWNER) EPERM, FS_XFLAG_IMMUTABLE or FS_XFLAG_APPEND without
+// CAP_LINUX_IMMUTABLE EPERM, an extent size flag on the wrong file type
+// EINVAL. Having none to keep, it takes only what changes nothing (no
+// flags, no hints, project 0) and answers EOPNOTSUPP to the rest, as
+// tmpfs does to hints and project ids.
+func FileSetattr(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	flags := a.Uint(4)
+	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return 0, unix.EINVAL
+	}
+	if err := fileAttrUsize(a[3]); err != nil {
+		return 0, err
+	}
+	b, err := copyInExtensible(t, a.Ptr(2), a[3], fileAttrSize)
+	if err != nil {
+		return 0, err
+	}
+	le := binary.LittleEndian
+	xflags := le.Uint64(b)
+	extSize, projID, cowExtSize := le.Uint32(b[8:]), le.Uint32(b[16:]), le.Uint32(b[20:])
+	if xflags&^xflagsMask != 0 {
+		return 0, unix.EINVAL
+	}
+	p, err := fileAttrAt(t, a.Int(0), a.Ptr(1), flags)
+	if err != nil {
+		return 0, err
+	}
+	st, err := fileAttrStat(p)
+	if err != nil {
+		return 0, err
+	}
+	if p.Mount.Flags&unix.MS_RDONLY != 0 {
+		return 0, unix.EROFS
+	}
+	c := t.FSCreds()
+	if st.UID != c.FSUID && c.Caps&(1<<unix.CAP_FOWNER) == 0 {
+		return 0, unix.EPERM
+	}
+	if xflags&(xflagImmutable|xflagAppend) != 0 && c.Caps&(1<<unix.CAP_LINUX_IMMUTABLE) == 0 {
+		return 0, unix.EPERM
+	}
+	if xflags&xflagExtSzInherit != 0 && st.Type() != unix.S_IFDIR ||
+		xflags&xflagExtSize != 0 && st.Type() != unix.S_IFREG {
+		return 0, unix.EINVAL
+	}
+	// Hints of zero turn their flags off; the read-only flag is ignored.
+	if extSize == 0 {
+		xflags &^= xflagExtSize | xflagExtSzInherit
+	}
+	if cowExtSize == 0 {
+		xflags &^= xflagCowExtSize
+	}
+	xflags &^= xflagHasAttr
+	if xflags != 0 || extSize != 0 || projID != 0 || cowExtSize != 0 {
+		return 0, unix.EOPNOTSUPP
+	}
+	return 0, nil
 }
