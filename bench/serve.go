@@ -70,8 +70,10 @@ const serveTemplate = "base"
 const sandboxTimeout = 3600
 
 // measureCell measures cell against the server c calls: one untimed burst,
-// which opens the connections the timed ones reuse and boots what the
-// first sandbox of a server boots, then bursts until creates are timed.
+// which opens the connections the timed ones reuse, boots what the first
+// sandbox of a server boots and shows a warm pool the demand it grows to
+// (moat serve's pool keeps the busiest second's worth of the last minute),
+// then bursts, each with the pool full again, until creates are timed.
 // timeout bounds each request and each wait for the pool. Every sandbox a
 // burst created is killed, whatever else fails.
 func measureCell(ctx context.Context, c *e2bClient, cell ServeCell, creates int, timeout time.Duration) CellResult {
@@ -81,7 +83,7 @@ func measureCell(ctx context.Context, c *e2bClient, cell ServeCell, creates int,
 		cr.Samples = nil
 		return cr
 	}
-	if _, err := c.burst(ctx, cell, timeout); err != nil {
+	if _, err := c.burst(ctx, cell, false, timeout); err != nil {
 		return fail(fmt.Errorf("untimed burst: %w", err))
 	}
 	before, err := c.creates(ctx)
@@ -89,7 +91,7 @@ func measureCell(ctx context.Context, c *e2bClient, cell ServeCell, creates int,
 		return fail(err)
 	}
 	for len(cr.Samples) < creates {
-		took, err := c.burst(ctx, cell, timeout)
+		took, err := c.burst(ctx, cell, true, timeout)
 		if err != nil {
 			return fail(err)
 		}
@@ -105,10 +107,11 @@ func measureCell(ctx context.Context, c *e2bClient, cell ServeCell, creates int,
 	return cr
 }
 
-// burst waits for a warm cell's pool to be full, creates cell.Concurrency
-// sandboxes at once, kills them, and returns each create's time in ms.
-func (c *e2bClient) burst(ctx context.Context, cell ServeCell, timeout time.Duration) ([]float64, error) {
-	if cell.Pool == PoolWarm {
+// burst waits for a warm cell's pool to be full (if full), creates
+// cell.Concurrency sandboxes at once, kills them, and returns each
+// create's time in ms.
+func (c *e2bClient) burst(ctx context.Context, cell ServeCell, full bool, timeout time.Duration) ([]float64, error) {
+	if cell.Pool == PoolWarm && full {
 		if err := c.waitPool(ctx, serveTemplate, cell.Concurrency, timeout); err != nil {
 			return nil, err
 		}

@@ -8,8 +8,9 @@ import (
 // writeServeMarkdown writes a serve workload's section after its heading:
 // per runtime that serves, a row per cell.
 func writeServeMarkdown(w io.Writer, rep *Report, wr WorkloadResult) {
-	fmt.Fprintf(w, "Each row is a `moat serve` of its own, the session's rootfs its template, with a pool as large as\n")
-	fmt.Fprintf(w, "a burst (warm) or none (cold); %d timed creates per row, after one untimed burst, in bursts of\n", wr.Runs)
+	fmt.Fprintf(w, "Each row is a `moat serve` of its own, the session's rootfs its template, with a pool of at most\n")
+	fmt.Fprintf(w, "a burst, which the untimed burst's demand fills (warm), or none (cold);\n")
+	fmt.Fprintf(w, "%d timed creates per row, after one untimed burst, in bursts of\n", wr.Runs)
 	fmt.Fprintf(w, "the row's concurrency, each burst's sandboxes killed before the next and, warm, the pool full\n")
 	fmt.Fprintf(w, "again. Percentiles by nearest rank, in %s; the pool's hits and misses are the server's count.\n\n", wr.Unit)
 	fmt.Fprintf(w, "| runtime | pool | at once | creates | p50 | p95 | p99 | max | from the pool | reproduce |\n")

@@ -64,9 +64,15 @@ func (m *metrics) killed(denied uint64) {
 	m.mu.Unlock()
 }
 
-// write writes the metrics, with running sandboxes, the pools' ready
-// counts and the running sandboxes' egress refusals as they are now.
-func (m *metrics) write(w io.Writer, running int, ready map[string]int, deniedRunning uint64) {
+// poolGauge is one pool as the metrics show it now.
+type poolGauge struct {
+	template      string
+	ready, target int
+}
+
+// write writes the metrics, with running sandboxes, the pools and the
+// running sandboxes' egress refusals as they are now.
+func (m *metrics) write(w io.Writer, running int, pools []poolGauge, deniedRunning uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	fmt.Fprintf(w, "# HELP moat_serve_sandboxes_running Sandboxes handed out and not yet killed.\n")
@@ -83,24 +89,25 @@ func (m *metrics) write(w io.Writer, running int, ready map[string]int, deniedRu
 	}
 	fmt.Fprintf(w, "moat_serve_create_seconds_bucket{le=\"+Inf\"} %d\n", m.count)
 	fmt.Fprintf(w, "moat_serve_create_seconds_sum %g\nmoat_serve_create_seconds_count %d\n", m.sum, m.count)
+	sort.Slice(pools, func(i, j int) bool { return pools[i].template < pools[j].template })
 	fmt.Fprintf(w, "# HELP moat_serve_pool_ready Sandboxes booted ahead and waiting, by template.\n")
 	fmt.Fprintf(w, "# TYPE moat_serve_pool_ready gauge\n")
-	names := make([]string, 0, len(ready))
-	for name := range ready {
-		names = append(names, name)
+	for _, p := range pools {
+		fmt.Fprintf(w, "moat_serve_pool_ready{template=%q} %d\n", p.template, p.ready)
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		fmt.Fprintf(w, "moat_serve_pool_ready{template=%q} %d\n", name, ready[name])
+	fmt.Fprintf(w, "# HELP moat_serve_pool_target Sandboxes a pool keeps, by template: the busiest second of the last minute's creates, within 1 and --pool.\n")
+	fmt.Fprintf(w, "# TYPE moat_serve_pool_target gauge\n")
+	for _, p := range pools {
+		fmt.Fprintf(w, "moat_serve_pool_target{template=%q} %d\n", p.template, p.target)
 	}
 	fmt.Fprintf(w, "# HELP moat_serve_egress_denied_total Attempts to leave a sandbox (connections, datagrams, DNS queries) its allowlist refused.\n")
 	fmt.Fprintf(w, "# TYPE moat_serve_egress_denied_total counter\nmoat_serve_egress_denied_total %d\n", m.deniedGone+deniedRunning)
 }
 
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	ready := make(map[string]int, len(s.pools))
+	pools := make([]poolGauge, 0, len(s.pools))
 	for name, p := range s.pools {
-		ready[name] = len(p.ready)
+		pools = append(pools, poolGauge{template: name, ready: len(p.ready), target: p.target()})
 	}
 	running := s.sandboxes.list()
 	var denied uint64
@@ -108,5 +115,5 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		denied += sb.egressDenied(r.Context())
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	s.metrics.write(w, len(running), ready, denied)
+	s.metrics.write(w, len(running), pools, denied)
 }

@@ -14,7 +14,7 @@ func TestMetricsCountCreatesByOutcomeAndBucketTheirLatency(t *testing.T) {
 	m.killed(4)
 	m.killed(1)
 	var b strings.Builder
-	m.write(&b, 2, map[string]int{"base": 3}, 2)
+	m.write(&b, 2, []poolGauge{{template: "base", ready: 3, target: 4}}, 2)
 	out := b.String()
 	for _, line := range []string{
 		"moat_serve_sandboxes_running 2",
@@ -27,6 +27,7 @@ func TestMetricsCountCreatesByOutcomeAndBucketTheirLatency(t *testing.T) {
 		`moat_serve_create_seconds_bucket{le="+Inf"} 2`,
 		"moat_serve_create_seconds_count 2",
 		`moat_serve_pool_ready{template="base"} 3`,
+		`moat_serve_pool_target{template="base"} 4`,
 		// The killed sandboxes' refusals and the running ones'.
 		"moat_serve_egress_denied_total 7",
 	} {

@@ -47,14 +47,19 @@ type Config struct {
 	// Moat is the moat binary and Flags its global flags (--platform).
 	Moat  string
 	Flags []string
-	// Pool is how many sandboxes of each template are kept booted
-	// ahead; 0 for none.
+	// Pool is the most sandboxes of each template kept booted ahead
+	// (how many follows the demand: pool.go); 0 for none.
 	Pool int
 	// Domain, if set, routes requests whose Host is
 	// <port>-<sandbox id>.<Domain> to that sandbox, as E2B's proxy does.
 	Domain string
 	// Log receives a line per sandbox event; nil for none.
 	Log func(format string, args ...any)
+
+	// The pools' clock and view of the host's memory: time.Now and
+	// hostMemoryLeavesRoom unless a test sets them.
+	now              func() time.Time
+	memoryLeavesRoom func() bool
 }
 
 // Server is a running `moat serve`.
@@ -97,6 +102,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Pool > 0 {
 		for name, rootfs := range cfg.Templates {
 			p := newPool(name, rootfs, cfg.Pool)
+			if cfg.now != nil {
+				p.now = cfg.now
+			}
+			if cfg.memoryLeavesRoom != nil {
+				p.memoryLeavesRoom = cfg.memoryLeavesRoom
+			}
 			s.pools[name] = p
 			s.filling.Add(1)
 			go s.fill(p, &s.filling)
