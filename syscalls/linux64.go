@@ -262,7 +262,7 @@ var table = [...]Entry{
 	213: full("epoll_create", EpollCreate),
 	214: byDesign("epoll_ctl_old", unix.ENOSYS, "never implemented on x86-64: Linux answers ENOSYS"),
 	215: byDesign("epoll_wait_old", unix.ENOSYS, "never implemented on x86-64: Linux answers ENOSYS"),
-	216: notYet("remap_file_pages", areaMemory),
+	216: partial("remap_file_pages", RemapFilePages, "an anonymous shared mapping answers EINVAL (Linux maps its shmem file again)"),
 	217: full("getdents64", Getdents64),
 	218: full("set_tid_address", SetTidAddress),
 	219: byDesign("restart_syscall", unix.EINTR, "only the kernel's own restarts use it; called directly it finds nothing to restart and answers EINTR, as on Linux"),

@@ -235,3 +235,21 @@ func Mincore(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 // mincoreStep is how much address space Mincore reports on at once: a
 // 64 KiB vector.
 const mincoreStep = (1 << 16) * mm.PageSize
+
+// RemapFilePages implements Linux syscall remap_file_pages(2), which
+// Linux has emulated with mmap since 4.0 (mm/mmap.c): prot must be 0,
+// start and size are rounded down to pages, an empty or wrapping range or
+// page offset is EINVAL, and the range is mapped again from page pgoff of
+// its shared file mapping. It answers 0.
+func RemapFilePages(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	start, size, prot, pgoff := a.Ptr(0), a.Ptr(1), a[2], a[3]
+	if prot != 0 {
+		return 0, unix.EINVAL
+	}
+	start &^= mm.PageSize - 1
+	size &^= mm.PageSize - 1
+	if start+size <= start || pgoff+uint64(size/mm.PageSize) < pgoff {
+		return 0, unix.EINVAL
+	}
+	return 0, t.MM().RemapFilePages(start, size, pgoff)
+}
