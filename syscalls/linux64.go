@@ -34,7 +34,6 @@ const (
 const (
 	areaNet        = "sockets and networking, issue #11"
 	areaProcAttr   = "process attributes, issue #14"
-	areaPidfd      = "pidfds, issue #14"
 	areaNamespaces = "namespaces and mounts inside the sandbox, issue #14"
 	areaKeys       = "keyrings, issue #14"
 	areaAIO        = "Linux AIO, issue #14"
@@ -356,8 +355,8 @@ var table = [...]Entry{
 	307: partial("sendmmsg", Sendmmsg, noteSendmsg),
 	308: partial("setns", Setns, noteNamespaces),
 	309: full("getcpu", Getcpu),
-	310: notYet("process_vm_readv", areaProcAttr),
-	311: notYet("process_vm_writev", areaProcAttr),
+	310: full("process_vm_readv", ProcessVMReadv),
+	311: full("process_vm_writev", ProcessVMWritev),
 	312: notYet("kcmp", areaProcAttr),
 	313: byDesign("finit_module", unix.EPERM, "no kernel modules; Linux gives EPERM without CAP_SYS_MODULE"),
 	314: partial("sched_setattr", SchedSetattr, noteSched+"; utilization clamps answer EOPNOTSUPP, as Linux built without CONFIG_UCLAMP_TASK, and SCHED_DEADLINE's parameters are kept without admission control"),
@@ -399,7 +398,7 @@ var table = [...]Entry{
 	437: partial("openat2", Openat2, "RESOLVE_CACHED lookups are never refused with EAGAIN (Linux refuses one whose entries are not cached)"),
 	438: full("pidfd_getfd", PidfdGetfd),
 	439: full("faccessat2", Faccessat2),
-	440: notYet("process_madvise", areaPidfd),
+	440: partial("process_madvise", ProcessMadvise, "the hints (MADV_COLD, MADV_PAGEOUT, MADV_WILLNEED) are checked and need nothing done, as the sentry never swaps; MADV_COLLAPSE is EINVAL, as on a Linux without transparent huge pages"),
 	441: full("epoll_pwait2", EpollPwait2),
 	442: needsPrivilege("mount_setattr", unix.EPERM, "CAP_SYS_ADMIN", noteMountsInside),
 	443: notYet("quotactl_fd", areaQuotas),
@@ -407,7 +406,7 @@ var table = [...]Entry{
 	445: notYet("landlock_add_rule", "Landlock, issue #14"),
 	446: notYet("landlock_restrict_self", "Landlock, issue #14"),
 	447: byDesign("memfd_secret", unix.ENOSYS, "memory hidden from the kernel could not be hidden from the sentry; Linux booted without secretmem answers ENOSYS"),
-	448: notYet("process_mrelease", areaPidfd),
+	448: full("process_mrelease", ProcessMrelease),
 	449: partial("futex_waitv", FutexWaitv, noteFutex2),
 	450: byDesign("set_mempolicy_home_node", unix.ENOSYS, noteOneNode),
 	451: partial("cachestat", Cachestat, "every page of a regular file's data in the range counts as cached (a hole too), none as dirty, under writeback or evicted: the sandbox's files are in memory or the host's"),

@@ -134,20 +134,29 @@ func Mremap(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 // Madvise implements Linux syscall madvise(2): MADV_DONTNEED resets pages,
 // the other advice is valid and needs nothing done.
 func Madvise(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	addr, length, advice := a.Ptr(0), a.Ptr(1), a.Int(2)
-	if addr%mm.PageSize != 0 {
-		return 0, unix.EINVAL
+	return 0, madvise(t.MM(), a.Ptr(0), a.Ptr(1), a.Int(2))
+}
+
+// madvise gives advice on [addr, addr+length) of m. A hint needs nothing
+// done, but its range must be mapped (ENOMEM), as Linux's walk of the
+// range finds.
+func madvise(m *mm.MemoryManager, addr, length uintptr, advice int32) error {
+	if addr%mm.PageSize != 0 || addr+length < addr || addr+length > ^uintptr(0)-mm.PageSize {
+		return unix.EINVAL
 	}
 	switch advice {
 	case unix.MADV_DONTNEED:
-		return 0, t.MM().DontNeed(addr, length)
+		return m.DontNeed(addr, length)
 	case unix.MADV_NORMAL, unix.MADV_RANDOM, unix.MADV_SEQUENTIAL, unix.MADV_WILLNEED, unix.MADV_FREE,
 		unix.MADV_DONTFORK, unix.MADV_DOFORK, unix.MADV_MERGEABLE, unix.MADV_UNMERGEABLE,
 		unix.MADV_HUGEPAGE, unix.MADV_NOHUGEPAGE, unix.MADV_DONTDUMP, unix.MADV_DODUMP,
 		unix.MADV_COLD, unix.MADV_PAGEOUT, unix.MADV_WIPEONFORK, unix.MADV_KEEPONFORK:
-		return 0, nil
+		if length != 0 && !m.IsMappedRange(addr, length) {
+			return unix.ENOMEM
+		}
+		return nil
 	}
-	return 0, unix.EINVAL
+	return unix.EINVAL
 }
 
 // Msync implements Linux syscall msync(2). Mappings hold copies, so there

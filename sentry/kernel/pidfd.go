@@ -46,6 +46,14 @@ func (tg *ThreadGroup) Ended() bool {
 	return tg.zombie
 }
 
+// Dying reports whether the process is on its way out (exit_group, a
+// fatal signal) while some of its tasks live on.
+func (tg *ThreadGroup) Dying() bool {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return tg.exiting
+}
+
 // ExitQueue is notified when the process ends, for pidfds' poll.
 func (tg *ThreadGroup) ExitQueue() *waiter.Queue { return &tg.exitQueue }
 

@@ -1,6 +1,10 @@
 package kernel
 
-import "golang.org/x/sys/unix"
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/sentry/mm"
+)
 
 // Who may inspect or control another task: Linux's ptrace_may_access, the
 // one rule behind ptrace attach, /proc/<pid>/mem and process_vm_readv and
@@ -115,4 +119,23 @@ func (t *Task) SetPtracer(pid int32, any bool) error {
 	defer k.treeMu.Unlock()
 	t.tg.pt.ptracer, t.tg.pt.ptracerAny = tracer, any
 	return nil
+}
+
+// MemoryOf is the address space of the task with id tid, for a call that
+// reaches into it as process_vm_readv and process_vm_writev do (Linux's
+// mm_access): ESRCH if there is no such task or it has none left, EACCES
+// if MayPtrace refuses mode.
+func (t *Task) MemoryOf(tid int32, mode PtraceMode) (*mm.MemoryManager, error) {
+	target := t.LookupTask(tid)
+	if target == nil || target.exiting.Load() {
+		return nil, unix.ESRCH
+	}
+	m := target.MM()
+	if m != t.mm && !t.MayPtrace(target, mode) {
+		return nil, unix.EACCES
+	}
+	if m == nil || m.Users() == 0 {
+		return nil, unix.ESRCH
+	}
+	return m, nil
 }
