@@ -130,7 +130,7 @@ func setCwd(t *kernel.Task, p vfs.Path) error {
 	if !p.Dentry.IsDir() {
 		return unix.ENOTDIR
 	}
-	st, err := p.Dentry.Inode().Stat()
+	st, err := vfs.AccessStat(p.Dentry.Inode())
 	if err != nil {
 		return err
 	}

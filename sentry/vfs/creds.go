@@ -69,7 +69,7 @@ func (c *Creds) maySearch(dir *Dentry) error {
 	if c.searchesAll() {
 		return nil
 	}
-	st, err := accessStat(dir.inode)
+	st, err := AccessStat(dir.inode)
 	if err != nil {
 		return err
 	}

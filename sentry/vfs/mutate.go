@@ -269,7 +269,7 @@ func create(c *Creds, t Target, mode uint32, mk func(w DirWriter, mode, uid, gid
 	if err != nil {
 		return Path{}, err
 	}
-	st, err := accessStat(d.inode)
+	st, err := AccessStat(d.inode)
 	if err != nil {
 		return Path{}, err
 	}
@@ -383,7 +383,7 @@ func Link(c *Creds, old Path, t Target) error {
 			return unix.EPERM
 		}
 	}
-	st, err := accessStat(d.inode)
+	st, err := AccessStat(d.inode)
 	if err != nil {
 		return err
 	}
@@ -417,7 +417,7 @@ func (c *Creds) mayDelete(dst *Stat, victim *Dentry, isDir bool) error {
 	}
 	// The victim's owner matters only in a sticky directory (check_sticky).
 	if dst.Mode&unix.S_ISVTX != 0 && dst.UID != c.FSUID && !c.capable(unix.CAP_FOWNER) {
-		vst, err := accessStat(victim.inode)
+		vst, err := AccessStat(victim.inode)
 		if err != nil {
 			return err
 		}
@@ -475,7 +475,7 @@ func remove(c *Creds, t Target, isDir bool) error {
 		}
 		return unix.ENOTDIR
 	}
-	st, err := accessStat(d.inode)
+	st, err := AccessStat(d.inode)
 	if err != nil {
 		return err
 	}
@@ -607,11 +607,11 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 	if victim != nil && victim.inode == old.inode {
 		return nil // two names of one file: nothing to do
 	}
-	ost, err := accessStat(od.inode)
+	ost, err := AccessStat(od.inode)
 	if err != nil {
 		return err
 	}
-	nst, err := accessStat(nd.inode)
+	nst, err := AccessStat(nd.inode)
 	if err != nil {
 		return err
 	}
@@ -635,7 +635,7 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 			if moved == nil || !moved.isDir || moved == victim && !exchange {
 				continue
 			}
-			st, err := accessStat(moved.inode)
+			st, err := AccessStat(moved.inode)
 			if err != nil {
 				return err
 			}

@@ -33,7 +33,7 @@ func Tmpfile(c *Creds, dir Path, mode uint32, linkable bool) (Path, error) {
 	if dir.Mount.Flags&unix.MS_RDONLY != 0 {
 		return Path{}, unix.EROFS
 	}
-	st, err := accessStat(dir.Dentry.inode)
+	st, err := AccessStat(dir.Dentry.inode)
 	if err != nil {
 		return Path{}, err
 	}

@@ -94,8 +94,9 @@ type AccessStater interface {
 	AccessStat() (Stat, error)
 }
 
-// accessStat returns the attributes a permission check on ino reads.
-func accessStat(ino Inode) (Stat, error) {
+// AccessStat returns the attributes a permission check on ino reads: its
+// type, mode, owner and group are current, its times and size may not be.
+func AccessStat(ino Inode) (Stat, error) {
 	if a, ok := ino.(AccessStater); ok {
 		return a.AccessStat()
 	}

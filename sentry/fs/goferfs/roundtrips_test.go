@@ -118,6 +118,17 @@ func TestAChangeOfANameIsOneRoundTrip(t *testing.T) {
 	each("rename", func(k int) error {
 		return vfs.Rename(c, target(t, root, name("f", k)), target(t, root, name("g", k)), 0)
 	})
+	// A renamed file's change time is asked again at its next stat, but an
+	// open's permission check asks nothing.
+	before := requests.Load()
+	for k := range n {
+		if _, err := vfs.AccessStat(lookup(t, root, name("g", k)).Dentry.Inode()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := requests.Load() - before; got != 0 {
+		t.Errorf("permission attributes of %d renamed files: %d round trips, want 0", n, got)
+	}
 	each("unlink", func(k int) error { return vfs.Unlink(c, target(t, root, name("g", k))) })
 	each("rmdir", func(k int) error { return vfs.Rmdir(c, target(t, root, name("d", k))) })
 	if ents, err := os.ReadDir(filepath.Join(dir, "work")); err != nil || len(ents) != 0 {
