@@ -128,6 +128,7 @@ var Workloads = []Workload{
 	fileIO("open-stat-root", "open-stat", rootScratch, 100_000, "open, fstat and close of one of 10,000 files on the root file system"),
 	fileIO("git-status-bind", "git-status", dataDir, 10, "git status in a 5,000-file repository on a bind mount", "/usr/bin/git"),
 	fileIO("untar-bind", "untar", dataDir, 3, "tar xf of a 100 MiB archive of 100 files, onto a bind mount", "/bin/tar"),
+	fileIO("names-bind", "names", dataDir, 20_000, "mkdir, creat+close, rename, unlink and rmdir, one each, on a bind mount: per five changes of names"),
 	{
 		Name: "ls", Kind: Wall, Unit: "ms",
 		What: "whole-container run of ls -l /usr/bin: an agent's commonest tool call, a directory listed with a stat of each entry",
@@ -169,7 +170,7 @@ const (
 // fileIO is a workload of workloads/fileio.c in mode on dir.
 func fileIO(name, mode, dir string, iterations int64, what string, needs ...string) Workload {
 	units := map[string]string{"seq-write": "ms/GiB", "seq-read": "ms/GiB", "rand-read": "ns/op",
-		"open-stat": "us/op", "stat": "us/op", "git-status": "ms/op", "untar": "ms/op"}
+		"open-stat": "us/op", "stat": "us/op", "git-status": "ms/op", "untar": "ms/op", "names": "us/op"}
 	return Workload{Name: name, Kind: Micro, Unit: units[mode], Program: "fileio", Iterations: iterations,
 		What: what, Args: []string{mode, dir, name}, WritableRoot: dir == rootScratch, Needs: needs}
 }

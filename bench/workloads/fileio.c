@@ -12,6 +12,8 @@
  *   stat       stat of one of 10,000 paths: us/op
  *   git-status `git status --porcelain` in a 5,000-file repository: ms/op
  *   untar      `tar xf` of a 100 MiB archive of 100 files into a new directory: ms/op
+ *   names      mkdir, creat+close, rename, unlink and rmdir, one each, in a
+ *              directory made for the run: us per five changes of names
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -224,6 +226,32 @@ int main(int argc, char **argv)
 		run_report(&r, name_, 1e-6, "ms/op");
 		char *clean[] = {"sh", "-c", "rm -rf \"$0\"-*", out, NULL};
 		run_cmd(clean);
+	} else if (strcmp(mode, "names") == 0) {
+		char base[4096], sub[4200], f[4300], g[4300];
+		snprintf(base, sizeof base, "%s/names-%d", dir, getpid());
+		if (mkdir(base, 0755) != 0)
+			fail(base);
+		r = run_begin(3, argv);
+		for (long k = 0; (n = run_next(&r, 100)) > 0;)
+			for (long i = 0; i < n; i++, k++) {
+				snprintf(sub, sizeof sub, "%s/d%ld", base, k);
+				snprintf(f, sizeof f, "%s/f", sub);
+				snprintf(g, sizeof g, "%s/g", sub);
+				if (mkdir(sub, 0755) != 0)
+					fail(sub);
+				int fd = open(f, O_CREAT | O_EXCL | O_WRONLY, 0644);
+				if (fd < 0)
+					fail(f);
+				close(fd);
+				if (rename(f, g) != 0)
+					fail(f);
+				if (unlink(g) != 0)
+					fail(g);
+				if (rmdir(sub) != 0)
+					fail(sub);
+			}
+		run_report(&r, name_, 1e-3, "us/op");
+		rmdir(base);
 	} else {
 		fprintf(stderr, "%s: unknown mode %s\n", argv[0], mode);
 		return 2;
