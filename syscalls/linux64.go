@@ -27,6 +27,7 @@ const (
 	noteReserved        = "reserved: Linux has never implemented it and answers ENOSYS"
 	noteAdjtimex        = "reads the state of a clock no NTP daemon disciplines (STA_UNSYNC, TIME_ERROR), which the sandbox's is: the host's clock, never adjusted from inside; any mode that sets answers EPERM, CAP_SYS_TIME over the host's clock being never granted"
 	noteFutex2          = "32-bit futexes, the only size Linux has; a FUTEX2_NUMA futex's node word is the sandbox's one node (FUTEX_NO_NODE becomes 0, another node EINVAL); a waiter woken through two futexes of one futex_waitv at once counts once"
+	noteAIO             = "operations (pread, pwrite, preadv, pwritev, fsync, fdsync) complete at submit, as Linux's buffered ones do, their events on the ring in the caller's memory and IOCB_FLAG_RESFD's eventfd signalled; IOCB_CMD_POLL is EINVAL; a fork's child has no contexts"
 	noteOneNode         = "the sandbox has one memory node: Linux built without NUMA answers ENOSYS, which libnuma reads as NUMA unavailable"
 )
 
@@ -36,7 +37,6 @@ const (
 	areaProcAttr   = "process attributes, issue #14"
 	areaNamespaces = "namespaces and mounts inside the sandbox, issue #14"
 	areaKeys       = "keyrings, issue #14"
-	areaAIO        = "Linux AIO, issue #14"
 	areaMemory     = "memory management; no issue plans it yet"
 	areaQuotas     = "disk quotas; no issue plans them yet"
 )
@@ -251,11 +251,11 @@ var table = [...]Entry{
 	203: partial("sched_setaffinity", SchedSetaffinity, "the mask is kept and reported, cut to the sandbox's CPUs; the host may run the thread on any of them"),
 	204: full("sched_getaffinity", SchedGetaffinity),
 	205: byDesign("set_thread_area", unix.ENOSYS, "32-bit TLS segments: guests run 64-bit code, which sets its TLS with arch_prctl"),
-	206: notYet("io_setup", areaAIO),
-	207: notYet("io_destroy", areaAIO),
-	208: notYet("io_getevents", areaAIO),
-	209: notYet("io_submit", areaAIO),
-	210: notYet("io_cancel", areaAIO),
+	206: partial("io_setup", IoSetup, noteAIO),
+	207: full("io_destroy", IoDestroy),
+	208: full("io_getevents", IoGetevents),
+	209: partial("io_submit", IoSubmit, noteAIO),
+	210: partial("io_cancel", IoCancel, "nothing is ever in flight to cancel (every operation completes at submit): EINVAL, as Linux answers for operations on files, which it cannot cancel"),
 	211: byDesign("get_thread_area", unix.ENOSYS, "32-bit TLS segments: guests run 64-bit code, which sets its TLS with arch_prctl"),
 	212: byDesign("lookup_dcookie", unix.ENOSYS, "gone from current Linux, which answers ENOSYS"),
 	213: full("epoll_create", EpollCreate),
@@ -378,7 +378,7 @@ var table = [...]Entry{
 	330: byDesign("pkey_alloc", unix.ENOSPC, "no protection keys: Linux answers ENOSPC on a CPU without them"),
 	331: byDesign("pkey_free", unix.EINVAL, "no protection key is ever allocated: Linux answers EINVAL for one that is not"),
 	332: full("statx", Statx),
-	333: notYet("io_pgetevents", areaAIO),
+	333: full("io_pgetevents", IoPgetevents),
 	334: notYet("rseq", "restartable sequences, issue #14; glibc runs without them"),
 	335: byDesign("uretprobe", unix.ENOSYS, "called only from the trampolines Linux maps for uprobes, which the sandbox never has; Linux without them answers ENOSYS"),
 	336: byDesign("uprobe", unix.ENOSYS, "called only from the trampolines Linux maps for uprobes, which the sandbox never has; Linux without them answers ENOSYS"),

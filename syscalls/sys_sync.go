@@ -45,6 +45,11 @@ func fsync(t *kernel.Task, fd int32) (uintptr, error) {
 		return 0, err
 	}
 	defer f.DecRef()
+	return fsyncFile(f)
+}
+
+// fsyncFile is fsync's work on an open file.
+func fsyncFile(f *vfs.File) (uintptr, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return 0, err

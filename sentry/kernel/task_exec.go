@@ -34,6 +34,7 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 		return ErrNoReturn // killed meanwhile: the task is exiting
 	}
 
+	tg.forgetAIO()
 	old, oldCtx := t.mm, t.ctx
 	if ctx == nil {
 		if as := old.Recycle(); as != nil {

@@ -58,10 +58,12 @@ type ThreadGroup struct {
 
 	limits    Limits
 	subreaper bool
-	itimer    itimer      // ITIMER_REAL and alarm
-	ptimers   posixTimers // timer_create's (posix_timer.go)
-	cpuLimit  cpuLimit    // RLIMIT_CPU
-	oom       oomScore    // oom_score_adj (oom.go)
+
+	aio      aioTable    // Linux AIO contexts (aio.go)
+	itimer   itimer      // ITIMER_REAL and alarm
+	ptimers  posixTimers // timer_create's (posix_timer.go)
+	cpuLimit cpuLimit    // RLIMIT_CPU
+	oom      oomScore    // oom_score_adj (oom.go)
 
 	// childEvents wakes the process's waiters when a child changes state.
 	childEvents notifier

@@ -81,6 +81,15 @@ func (f *File) Write(src *vfs.IOSeq, _ int64) (int, error) {
 	}
 }
 
+// Signal adds n to the count from the kernel (Linux's eventfd_signal, as
+// an AIO completion does), never waiting: the count saturates instead.
+func (f *File) Signal(n uint64) {
+	f.mu.Lock()
+	f.count += min(n, 1<<64-1-f.count)
+	f.mu.Unlock()
+	f.queue.Notify(waiter.ReadableEvents)
+}
+
 // waitLocked waits (f.mu held, released) for mask, or fails with EAGAIN
 // for a non-blocking file.
 func (f *File) waitLocked(io *vfs.IOSeq, mask waiter.EventMask) error {
