@@ -34,7 +34,6 @@ const (
 // Areas that will bring the calls moat lacks for now.
 const (
 	areaNet        = "sockets and networking, issue #11"
-	areaProcAttr   = "process attributes, issue #14"
 	areaNamespaces = "namespaces and mounts inside the sandbox, issue #14"
 	areaKeys       = "keyrings, issue #14"
 	areaMemory     = "memory management; no issue plans it yet"
@@ -357,7 +356,7 @@ var table = [...]Entry{
 	309: full("getcpu", Getcpu),
 	310: full("process_vm_readv", ProcessVMReadv),
 	311: full("process_vm_writev", ProcessVMWritev),
-	312: notYet("kcmp", areaProcAttr),
+	312: partial("kcmp", Kcmp, "KCMP_IO finds every pair of tasks equal: none has an I/O context, which Linux makes at a task's first block I/O or ioprio_set"),
 	313: byDesign("finit_module", unix.EPERM, "no kernel modules; Linux gives EPERM without CAP_SYS_MODULE"),
 	314: partial("sched_setattr", SchedSetattr, noteSched+"; utilization clamps answer EOPNOTSUPP, as Linux built without CONFIG_UCLAMP_TASK, and SCHED_DEADLINE's parameters are kept without admission control"),
 	315: full("sched_getattr", SchedGetattr),

@@ -1,12 +1,15 @@
 package syscalls
 
 import (
+	"math"
 	"runtime"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/fs/epoll"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 )
 
@@ -216,4 +219,63 @@ func Getcpu(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		}
 	}
 	return 0, nil
+}
+
+// Kcmp implements Linux syscall kcmp(2): whether two tasks share a
+// resource, with a stable order among resources of a kind that hides
+// their addresses (kernel.Kernel.KcmpOrder).
+func Kcmp(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	pid1, pid2, typ, idx1, idx2 := a.Int(0), a.Int(1), int(a.Int(2)), a[3], a[4]
+	t1, t2, err := t.KcmpTasks(pid1, pid2)
+	if err != nil {
+		return 0, err
+	}
+	k := t.Kernel()
+	switch typ {
+	case kernel.KcmpFile:
+		f1, f2 := kcmpFile(t1, idx1), kcmpFile(t2, idx2)
+		if f1 == 0 || f2 == 0 {
+			return 0, unix.EBADF
+		}
+		return k.KcmpOrder(typ, f1, f2), nil
+	case kernel.KcmpVM, kernel.KcmpFiles, kernel.KcmpFS, kernel.KcmpSighand, kernel.KcmpIO, kernel.KcmpSysvsem:
+		return k.KcmpOrder(typ, t1.KcmpResource(typ), t2.KcmpResource(typ)), nil
+	case kernel.KcmpEpollTFD:
+		f1 := kcmpFile(t1, idx1)
+		if f1 == 0 {
+			return 0, unix.EBADF
+		}
+		var slot struct{ Efd, Tfd, Toff uint32 }
+		if err := copyInStruct(t, uintptr(idx2), &slot); err != nil {
+			return 0, err
+		}
+		ef, err := t2.FDs().Get(int32(slot.Efd))
+		if err != nil {
+			return 0, unix.EBADF
+		}
+		defer ef.DecRef()
+		ep, ok := ef.Impl().(*epoll.File)
+		if !ok {
+			return 0, unix.EINVAL
+		}
+		target := ep.Target(int32(slot.Tfd), uint64(slot.Toff))
+		if target == nil {
+			return 0, unix.ENOENT
+		}
+		return k.KcmpOrder(kernel.KcmpFile, f1, uintptr(unsafe.Pointer(target))), nil
+	}
+	return 0, unix.EINVAL
+}
+
+// kcmpFile is the identity of task's open file at fd, 0 if none.
+func kcmpFile(task *kernel.Task, fd uint64) uintptr {
+	if fd > math.MaxInt32 {
+		return 0
+	}
+	f, err := task.FDs().Get(int32(fd))
+	if err != nil {
+		return 0
+	}
+	defer f.DecRef()
+	return uintptr(unsafe.Pointer(f))
 }

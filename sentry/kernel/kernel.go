@@ -75,6 +75,7 @@ type Kernel struct {
 	ptraceZombies map[int32]*Task
 
 	futexes futexTable
+	kcmp    kcmpCookies    // kcmp.go
 	ipcns   *ipc.Namespace // the sandbox's IPC namespace (task_ipc.go)
 	utsns   *UTSNamespace  // the sandbox's UTS namespace (ns_uts.go)
 	freezer freezer        // pause.go

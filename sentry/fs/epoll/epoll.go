@@ -4,8 +4,11 @@
 package epoll
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -58,6 +61,27 @@ type File struct {
 	// parents counts the items of other epolls that hold this one
 	// (nest.go).
 	parents map[*File]int
+}
+
+// Target is the file of the n-th item registered with descriptor fd, in
+// the order of the items' files, as Linux's ep_find_tfd counts them for
+// kcmp's KCMP_EPOLL_TFD; nil if there are not that many.
+func (ep *File) Target(fd int32, n uint64) *vfs.File {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	var files []*vfs.File
+	for k := range ep.interest {
+		if k.fd == fd {
+			files = append(files, k.file)
+		}
+	}
+	if n >= uint64(len(files)) {
+		return nil
+	}
+	slices.SortFunc(files, func(a, b *vfs.File) int {
+		return cmp.Compare(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b)))
+	})
+	return files[n]
 }
 
 // New returns an empty epoll instance.
