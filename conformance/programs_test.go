@@ -1,10 +1,6 @@
 package conformance
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -53,28 +49,3 @@ func TestParseProgramRejects(t *testing.T) {
 	}
 }
 
-// TestCoversNameSyscalls compiles a reference to SYS_<name> for every name
-// in a "// covers:" line, so that a typo there cannot reach docs/syscalls.md.
-func TestCoversNameSyscalls(t *testing.T) {
-	requireGCC(t)
-	progs, err := Programs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var src bytes.Buffer
-	src.WriteString("#include <sys/syscall.h>\nlong covered[] = {\n")
-	for _, p := range progs {
-		for _, c := range p.Covers {
-			src.WriteString("\tSYS_" + c + ", /* " + p.File + " */\n")
-		}
-	}
-	src.WriteString("};\n")
-	file := filepath.Join(t.TempDir(), "covers.c")
-	if err := os.WriteFile(file, src.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("gcc", "-c", "-o", os.DevNull, file).CombinedOutput()
-	if err != nil {
-		t.Errorf("a covers line names something that is not a system call:\n%s", out)
-	}
-}
