@@ -28,6 +28,7 @@ const (
 	noteAdjtimex        = "reads the state of a clock no NTP daemon disciplines (STA_UNSYNC, TIME_ERROR), which the sandbox's is: the host's clock, never adjusted from inside; any mode that sets answers EPERM, CAP_SYS_TIME over the host's clock being never granted"
 	noteFutex2          = "32-bit futexes, the only size Linux has; a FUTEX2_NUMA futex's node word is the sandbox's one node (FUTEX_NO_NODE becomes 0, another node EINVAL); a waiter woken through two futexes of one futex_waitv at once counts once"
 	noteAIO             = "operations (pread, pwrite, preadv, pwritev, fsync, fdsync) complete at submit, as Linux's buffered ones do, their events on the ring in the caller's memory and IOCB_FLAG_RESFD's eventfd signalled; IOCB_CMD_POLL is EINVAL; a fork's child has no contexts"
+	noteKeys            = "the sandbox's own keys (none of the host's): thread, process, session, user and user session keyrings, types user, logon and keyring; a key a task reaches it may use in every way (permissions are not checked), exec keeps the thread and process keyrings, and no quotas"
 	noteOneNode         = "the sandbox has one memory node: Linux built without NUMA answers ENOSYS, which libnuma reads as NUMA unavailable"
 )
 
@@ -35,7 +36,6 @@ const (
 const (
 	areaNet        = "sockets and networking, issue #11"
 	areaNamespaces = "namespaces and mounts inside the sandbox, issue #14"
-	areaKeys       = "keyrings, issue #14"
 	areaMemory     = "memory management; no issue plans it yet"
 	areaQuotas     = "disk quotas; no issue plans them yet"
 )
@@ -292,9 +292,9 @@ var table = [...]Entry{
 	245: full("mq_getsetattr", MqGetsetattr),
 	246: byDesign("kexec_load", unix.EPERM, "the guest cannot load a kernel; Linux gives EPERM without CAP_SYS_BOOT"),
 	247: partial("waitid", Waitid, noteRusage),
-	248: notYet("add_key", areaKeys),
-	249: notYet("request_key", areaKeys),
-	250: notYet("keyctl", areaKeys),
+	248: partial("add_key", AddKey, noteKeys),
+	249: partial("request_key", RequestKey, noteKeys+"; a key not found is ENOKEY (no /sbin/request-key upcall)"),
+	250: partial("keyctl", Keyctl, noteKeys+"; operations: GET_KEYRING_ID, JOIN_SESSION_KEYRING, UPDATE, REVOKE, DESCRIBE, CLEAR, LINK, UNLINK, SEARCH, READ; the others (CHOWN, SETPERM, timeouts, restrictions, DH, PKEY) answer EOPNOTSUPP"),
 	251: partial("ioprio_set", IoprioSet, "kept and reported; the sandbox's I/O is not ordered by it"),
 	252: full("ioprio_get", IoprioGet),
 	253: full("inotify_init", InotifyInit),

@@ -46,7 +46,7 @@ func TestEveryUnsupportedCallSaysWhy(t *testing.T) {
 // guest.
 func TestUnsupportedCallsAnswerTheirRowsErrnoAndAreLoggedOnce(t *testing.T) {
 	want := map[uintptr]unix.Errno{
-		unix.SYS_ADD_KEY:         unix.ENOSYS, // not yet
+		unix.SYS_QUOTACTL:        unix.ENOSYS, // not yet
 		unix.SYS_REBOOT:          unix.EPERM,  // by design
 		unix.SYS_RESTART_SYSCALL: unix.EINTR,  // by design
 		unix.SYS_FSOPEN:          unix.EPERM,  // needs privilege
@@ -64,7 +64,7 @@ func TestUnsupportedCallsAnswerTheirRowsErrnoAndAreLoggedOnce(t *testing.T) {
 		}
 	})
 	for _, line := range []string{"unsupported syscall reboot (169): by design, EPERM",
-		"unsupported syscall add_key (248): not yet, ENOSYS", "unsupported syscall fsopen (430): needs privilege, EPERM"} {
+		"unsupported syscall quotactl (179): not yet, ENOSYS", "unsupported syscall fsopen (430): needs privilege, EPERM"} {
 		if n := strings.Count(s.Log(), line); n != 1 {
 			t.Errorf("the log has %q %d times, want once:\n%s", line, n, s.Log())
 		}

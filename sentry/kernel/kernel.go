@@ -76,6 +76,7 @@ type Kernel struct {
 
 	futexes futexTable
 	kcmp    kcmpCookies    // kcmp.go
+	keys    keyTable       // keys.go
 	ipcns   *ipc.Namespace // the sandbox's IPC namespace (task_ipc.go)
 	utsns   *UTSNamespace  // the sandbox's UTS namespace (ns_uts.go)
 	freezer freezer        // pause.go

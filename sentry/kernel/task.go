@@ -66,6 +66,9 @@ type Task struct {
 	ipcns   *ipc.Namespace
 	utsns   *UTSNamespace
 	semUndo *ipc.UndoList
+	// The task's thread and session keyrings (keys.go), under the
+	// kernel's key table lock.
+	threadKeyring, sessionKeyring *Key
 	// userTime and sysTime are the task's CPU time in ns (cputime.go);
 	// userShown is the most user time a reading of it has returned.
 	userTime, sysTime atomic.Int64

@@ -59,11 +59,14 @@ type ThreadGroup struct {
 	limits    Limits
 	subreaper bool
 
-	aio      aioTable    // Linux AIO contexts (aio.go)
-	itimer   itimer      // ITIMER_REAL and alarm
-	ptimers  posixTimers // timer_create's (posix_timer.go)
-	cpuLimit cpuLimit    // RLIMIT_CPU
-	oom      oomScore    // oom_score_adj (oom.go)
+	aio aioTable // Linux AIO contexts (aio.go)
+	// processKeyring is the process keyring (keys.go), under the kernel's
+	// key table lock.
+	processKeyring *Key
+	itimer         itimer      // ITIMER_REAL and alarm
+	ptimers        posixTimers // timer_create's (posix_timer.go)
+	cpuLimit       cpuLimit    // RLIMIT_CPU
+	oom            oomScore    // oom_score_adj (oom.go)
 
 	// childEvents wakes the process's waiters when a child changes state.
 	childEvents notifier
