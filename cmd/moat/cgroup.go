@@ -8,6 +8,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/moat-sandbox/moat/internal/cgroups"
+	"github.com/moat-sandbox/moat/internal/confine"
 )
 
 // cgroupInner checks linux.cgroupsPath and linux.resources before
@@ -56,4 +57,19 @@ func startIn(cg *cgroups.Cgroup, cmd *exec.Cmd) error {
 		return cmd.Start()
 	}
 	return cg.Start(cmd)
+}
+
+// startConfined is startIn for a process that confines itself in a new
+// user namespace (the sentry, the gofer, moat usernet) and keeps the
+// capabilities keep: it starts through capdrop, which empties the
+// bounding set but for what confining needs before moat's runtime starts
+// its threads (confine.ThroughCapdrop).
+func startConfined(cg *cgroups.Cgroup, cmd *exec.Cmd, keep uint64) error {
+	if !confineFully {
+		return startIn(cg, cmd)
+	}
+	if err := confine.ThroughCapdrop(cmd, keep); err != nil {
+		return err
+	}
+	return startIn(cg, cmd)
 }

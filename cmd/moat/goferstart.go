@@ -18,6 +18,7 @@ import (
 // one per bind mount of the bundle, and the gofer's arguments to match.
 type goferSockets struct {
 	args   []string
+	caps   uint64 // the capabilities the gofer keeps (--caps)
 	writes string // bundle.RootfsWrites's answer
 	// goferFDs are the gofer's descriptors by number; sentryEnds the
 	// other ends, the root's first.
@@ -61,7 +62,8 @@ func planGofer(g *globalOptions, b *bundle.Bundle) (_ *goferSockets, err error) 
 		gs.binds = append(gs.binds, control.Bind{Index: m.Index, HostRoot: root, HostSource: source})
 	}
 	reserveFDTable(gs.goferFDs, goferEnds[0])
-	gs.args = append(gs.args, goferPrivilegeArgs(b.Spec.Process)...)
+	privilegeArgs, keep := goferPrivilegeArgs(b.Spec.Process)
+	gs.args, gs.caps = append(gs.args, privilegeArgs...), keep
 	if mode := os.Getenv(hostCallsEnv); mode != "" {
 		gs.args = append(gs.args, "--host-calls", mode)
 	}
@@ -85,7 +87,7 @@ func startGofer(g *globalOptions, cg *cgroups.Cgroup, gs *goferSockets) (*exec.C
 	// Its own session: no signal meant for the CLI's terminal reaches it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	confine.GoferProcAttr(cmd.SysProcAttr, sandboxIDs(), os.Geteuid() == 0)
-	if err := startIn(cg, cmd); err != nil {
+	if err := startConfined(cg, cmd, gs.caps); err != nil {
 		return nil, fmt.Errorf("start gofer: %w", err)
 	}
 	return cmd, nil

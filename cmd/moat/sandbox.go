@@ -209,7 +209,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		sb.sentry.SysProcAttr = consoleProcAttr()
 	}
 	confine.SentryProcAttr(sb.sentry.SysProcAttr, sandboxIDs(), os.Geteuid() == 0)
-	if err := startIn(sb.cgroup, sb.sentry); err != nil {
+	if err := startConfined(sb.cgroup, sb.sentry, 0); err != nil {
 		return nil, fmt.Errorf("start sentry: %w", err)
 	}
 	// The sentry holds its end now. The CLI's copy must go at once: while
@@ -278,8 +278,9 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 const hostCallsEnv = "MOAT_HOST_CALLS"
 
 // goferPrivilegeArgs are the gofer's --caps and --user for a container
-// whose process is p (confine.GoferPrivileges).
-func goferPrivilegeArgs(p *specs.Process) []string {
+// whose process is p (confine.GoferPrivileges), and the capabilities
+// --caps keeps.
+func goferPrivilegeArgs(p *specs.Process) ([]string, uint64) {
 	var bounding uint64
 	if p.Capabilities != nil {
 		for _, name := range p.Capabilities.Bounding {
@@ -295,7 +296,7 @@ func goferPrivilegeArgs(p *specs.Process) []string {
 	if ids != nil && os.Geteuid() == 0 {
 		args = append(args, "--user", idsArg(*ids))
 	}
-	return args
+	return args, keep
 }
 
 // sandboxIDs is the host user and group the sandbox's processes are: the

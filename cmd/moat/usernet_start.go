@@ -139,7 +139,7 @@ func (n *userNetwork) start(g *globalOptions, cg *cgroups.Cgroup, sentryPID int)
 	n.proc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	confine.SentryProcAttr(n.proc.SysProcAttr, sandboxIDs(), os.Geteuid() == 0)
 	n.proc.SysProcAttr.Cloneflags &^= syscall.CLONE_NEWNET
-	if err := startIn(cg, n.proc); err != nil {
+	if err := startConfined(cg, n.proc, 0); err != nil {
 		readyR.Close()
 		return fmt.Errorf("start usernet: %w", err)
 	}

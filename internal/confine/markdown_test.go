@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite docs/security.md's generated tables")
+var update = flag.Bool("update", false, "rewrite docs/security.md's generated tables and capdrop_elf.go")
 
 const securityDoc = "../../docs/security.md"
 

@@ -53,8 +53,10 @@ func DropPrivileges(keep uint64, ids *IDs) error {
 			return allThreads(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0)
 		}},
 		{"drop the bounding set", func() syscall.Errno {
+			// What capdrop dropped already (ThroughCapdrop) is gone from
+			// every thread: all were made from the thread it exec'd.
 			for c := 0; c <= unix.CAP_LAST_CAP; c++ {
-				if keep&(1<<c) == 0 {
+				if keep&(1<<c) == 0 && inBoundingSet(c) {
 					if e := allThreads(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); e != 0 {
 						return e
 					}
