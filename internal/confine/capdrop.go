@@ -30,7 +30,6 @@ const SetupCapabilities uint64 = 1<<unix.CAP_SYS_ADMIN | 1<<unix.CAP_DAC_READ_SE
 // before its runtime has started threads: DropPrivileges then had to drop
 // each capability on every thread, 41 stops of the world that cost 3-5 ms
 // of each sandbox's start. What is left for it is SetupCapabilities.
-//
 func ThroughCapdrop(cmd *exec.Cmd, keep uint64) error {
 	helper, exe, err := capdropFiles()
 	if err != nil {
