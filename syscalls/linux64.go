@@ -28,7 +28,7 @@ const (
 	noteAdjtimex        = "reads the state of a clock no NTP daemon disciplines (STA_UNSYNC, TIME_ERROR), which the sandbox's is: the host's clock, never adjusted from inside; any mode that sets answers EPERM, CAP_SYS_TIME over the host's clock being never granted"
 	noteFutex2          = "32-bit futexes, the only size Linux has; a FUTEX2_NUMA futex's node word is the sandbox's one node (FUTEX_NO_NODE becomes 0, another node EINVAL); a waiter woken through two futexes of one futex_waitv at once counts once"
 	noteAIO             = "operations (pread, pwrite, preadv, pwritev, fsync, fdsync) complete at submit, as Linux's buffered ones do, their events on the ring in the caller's memory and IOCB_FLAG_RESFD's eventfd signalled; IOCB_CMD_POLL is EINVAL; a fork's child has no contexts"
-	noteKeys            = "the sandbox's own keys (none of the host's): thread, process, session, user and user session keyrings, types user, logon and keyring; a key a task reaches it may use in every way (permissions are not checked), exec keeps the thread and process keyrings, and no quotas"
+	noteKeys            = "the sandbox's own keys (none of the host's): thread, process, session, user and user session keyrings, types user, logon and keyring; a key a task reaches it may use in every way (permissions are not checked), and no quotas"
 	noteOneNode         = "the sandbox has one memory node: Linux built without NUMA answers ENOSYS, which libnuma reads as NUMA unavailable"
 )
 

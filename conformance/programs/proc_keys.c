@@ -7,7 +7,10 @@
  * Checks: after joining a new anonymous session keyring, the session,
  * process and thread keyrings are made on first use (GET_KEYRING_ID with
  * create; ENOKEY without for thread and process), their descriptions
- * "_ses", "_pid", "_tid"; add_key of a "user" key returns a serial, READ
+ * "_ses", "_pid", "_tid"; a new thread gets a thread keyring of its own
+ * and shares the process keyring; a forked child has neither but the
+ * session keyring, and exec drops the thread and process keyrings it
+ * made and keeps the session keyring; add_key of a "user" key returns a serial, READ
  * gives its payload, DESCRIBE "user;uid;gid;perm;desc" (the whole length
  * returned, with the NUL, and nothing copied into a buffer too small for
  * it, as for READ); adding the same type and description again
@@ -25,6 +28,7 @@
 // covers: add_key request_key keyctl
 #include "check.h"
 
+#include <pthread.h>
 #include <stdint.h>
 
 #define KEYCTL_GET_KEYRING_ID 0
@@ -63,13 +67,37 @@ static const char *describe(long id, char *buf, size_t n)
 	return semi ? semi + 1 : buf;
 }
 
+static long thread_seen[2];
+
+static void *thread_main(void *arg)
+{
+	(void)arg;
+	thread_seen[0] = keyctl(KEYCTL_GET_KEYRING_ID, THREAD, 0, 0, 0);
+	thread_seen[1] = keyctl(KEYCTL_GET_KEYRING_ID, PROCESS, 0, 0, 0);
+	return NULL;
+}
+
+/* after_exec runs in the program exec'd by a child that had thread and
+ * process keyrings: both are gone, the session keyring stays. */
+static int after_exec(const char *ses)
+{
+	CHECK_ERR(keyctl(KEYCTL_GET_KEYRING_ID, THREAD, 0, 0, 0), ENOKEY);
+	CHECK_ERR(keyctl(KEYCTL_GET_KEYRING_ID, PROCESS, 0, 0, 0), ENOKEY);
+	CHECK_EQ(keyctl(KEYCTL_GET_KEYRING_ID, SESSION, 0, 0, 0), atol(ses));
+	return check_finish();
+}
+
 int main(int argc, char **argv)
 {
 	char buf[256], want[64];
 	long ses, proc, thr, key, key2, ring, logon, r;
 	int32_t ids[4];
+	pthread_t th;
+	pid_t pid;
 
 	check_init(argc, argv);
+	if (getenv("PROC_KEYS_SESSION"))
+		return after_exec(getenv("PROC_KEYS_SESSION"));
 	ses = CHECK_OK(keyctl(KEYCTL_JOIN_SESSION_KEYRING, 0, 0, 0, 0));
 	CHECK_EQ(keyctl(KEYCTL_GET_KEYRING_ID, SESSION, 0, 0, 0), ses);
 	CHECK_STR(describe(ses, buf, sizeof(buf)), "_ses");
@@ -80,6 +108,31 @@ int main(int argc, char **argv)
 	CHECK_STR(describe(thr, buf, sizeof(buf)), "_tid");
 	CHECK_STR(describe(proc, buf, sizeof(buf)), "_pid");
 	CHECK(thr != proc && proc != ses);
+
+	/* A new thread of a task with a thread keyring gets its own; it
+	 * shares the process keyring. */
+	CHECK_EQ(pthread_create(&th, NULL, thread_main, NULL), 0);
+	pthread_join(th, NULL);
+	CHECK(thread_seen[0] > 0 && thread_seen[0] != thr);
+	CHECK_EQ(thread_seen[1], proc);
+
+	/* A forked child has neither; exec drops them, keeps the session's. */
+	pid = check_fork();
+	if (pid == 0) {
+		char env[64], *args[] = { argv[0], argv[1], argv[2], NULL }, *envp[] = { env, NULL };
+
+		CHECK_ERR(keyctl(KEYCTL_GET_KEYRING_ID, THREAD, 0, 0, 0), ENOKEY);
+		CHECK_ERR(keyctl(KEYCTL_GET_KEYRING_ID, PROCESS, 0, 0, 0), ENOKEY);
+		CHECK_EQ(keyctl(KEYCTL_GET_KEYRING_ID, SESSION, 0, 0, 0), ses);
+		CHECK_OK(keyctl(KEYCTL_GET_KEYRING_ID, THREAD, 1, 0, 0));
+		CHECK_OK(keyctl(KEYCTL_GET_KEYRING_ID, PROCESS, 1, 0, 0));
+		snprintf(env, sizeof(env), "PROC_KEYS_SESSION=%ld", ses);
+		if (check_failures == 0)
+			execve("/proc/self/exe", args, envp);
+		check_fail(__FILE__, __LINE__, "execve: %s", check_errname(errno));
+		check_child_exit();
+	}
+	CHECK_CHILD(pid, "exited 0");
 
 	key = CHECK_OK(add_key("user", "conf:one", "secret", 6, SESSION));
 	r = keyctl(KEYCTL_READ, key, (uintptr_t)buf, sizeof(buf), 0);

@@ -392,11 +392,27 @@ func (k *Key) Search(typ, desc string) (*Key, error) {
 	return nil, unix.ENOKEY
 }
 
-// cloneKeyrings passes the session keyring on to a new task (the thread
-// keyring is the task's own; a thread shares its process's keyring).
-func (t *Task) cloneKeyrings(child *Task) {
-	kt := &t.k.keys
+// cloneKeyrings gives a new task its keyrings, as Linux's copy_creds: the
+// session keyring is passed on; a new thread of a task that has a thread
+// keyring gets one of its own, a new process none (nor a process keyring,
+// which its threads would share).
+func (t *Task) cloneKeyrings(child *Task, flags uint64) {
+	kt := t.k.keysLocked()
 	kt.mu.Lock()
+	defer kt.mu.Unlock()
 	child.sessionKeyring = t.sessionKeyring
+	if t.threadKeyring != nil && flags&unix.CLONE_THREAD != 0 {
+		c := child.FSCreds()
+		child.threadKeyring = kt.newKeyLocked(keyringType, "_tid", nil, c.FSUID, c.FSGID, keyPosAll|keyUsrView)
+	}
+}
+
+// dropExecKeyrings forgets the thread and process keyrings at exec, as
+// Linux's prepare_exec_creds: the new program keeps only the session
+// keyring.
+func (t *Task) dropExecKeyrings() {
+	kt := t.k.keysLocked()
+	kt.mu.Lock()
+	t.threadKeyring, t.tg.processKeyring = nil, nil
 	kt.mu.Unlock()
 }

@@ -229,7 +229,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	// nil channel, read after an interruption, would never be ready).
 	vforkDone := child.vforkDone
 	t.cloneSemUndo(child, f)
-	t.cloneKeyrings(child)
+	t.cloneKeyrings(child, f)
 	go child.run()
 	if f&unix.CLONE_THREAD == 0 {
 		child.tg.checkCPULimit() // inherited

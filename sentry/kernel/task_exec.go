@@ -35,6 +35,7 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 	}
 
 	tg.forgetAIO()
+	t.dropExecKeyrings()
 	old, oldCtx := t.mm, t.ctx
 	if ctx == nil {
 		if as := old.Recycle(); as != nil {
