@@ -38,7 +38,8 @@ func writeMarkdown(w io.Writer, rep *Report, chart string) {
 	fmt.Fprintf(w, "of all runtimes interleaved (A B C A B C ...); min and max show the spread. Lower is better\n")
 	fmt.Fprintf(w, "everywhere. Ratios divide by %s's median. Micro-benchmarks time themselves inside the\n", rep.Baseline)
 	fmt.Fprintf(w, "container and stop early after %d ms of work, so a slow runtime gives fewer operations, not\n", rep.BudgetMS)
-	fmt.Fprintf(w, "another figure. Each row's command measures its figure again; `make bench` rewrites this page.\n\n")
+	fmt.Fprintf(w, "another figure. Each row's command measures its figure again; `make bench` rewrites this page.\n")
+	fmt.Fprintf(w, "What the figures mean, where they are not plain, is written by hand in benchmarks-analysis.md.\n\n")
 	if chart != "" {
 		fmt.Fprintf(w, "![Medians relative to %s, log scale](%s)\n\n", rep.Baseline, chart)
 	}
