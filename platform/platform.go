@@ -28,6 +28,14 @@ type Platform interface {
 	MaxUserAddress() uintptr
 }
 
+// CPULimiter is a platform whose waits adapt to how many CPUs the sandbox
+// may use at once: the kernel tells it whenever its limits change (a
+// cpuset, a CPU quota), so that its hand-offs never spin on more CPUs than
+// the sandbox's share.
+type CPULimiter interface {
+	LimitCPUs(n int)
+}
+
 // AddressSpace is one guest address space. Changes are applied before any
 // context of the address space next runs guest code.
 type AddressSpace interface {

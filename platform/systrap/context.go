@@ -290,10 +290,10 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 	if spinning {
 		spin = guestSpinIters
 		n := longSpinners.Add(1)
-		if n <= maxLongSpinners {
+		if n <= maxLongSpinners.Load() {
 			spin = longSpinIters
 		}
-		if n <= maxSpinningStubs {
+		if n <= maxSpinningStubs.Load() {
 			park = 0
 		}
 	}

@@ -101,12 +101,25 @@ func calibrateSpin() {
 // spinner per two CPUs keeps one thread's hand-offs fast and bounds the CPU
 // spent on spinning; its yields give the CPU to any other runnable thread.
 // The first maxSpinningStubs waiters' stubs spin for their resume, the
-// others' sleep at once (Switch).
+// others' sleep at once (Switch). Both follow the CPUs the sandbox may use
+// (LimitCPUs): a sandbox with a quota of one CPU spins on one.
 var (
-	maxLongSpinners  = int32(max(runtime.NumCPU()/2, 1))
-	maxSpinningStubs = int32(runtime.NumCPU())
+	maxLongSpinners  atomic.Int32
+	maxSpinningStubs atomic.Int32
 	longSpinners     atomic.Int32 // sentry threads now waiting for a guest thread
 )
+
+func init() { limitSpinners(runtime.NumCPU()) }
+
+// limitSpinners sizes the spinners for n CPUs.
+func limitSpinners(n int) {
+	maxLongSpinners.Store(int32(max(n/2, 1)))
+	maxSpinningStubs.Store(int32(max(n, 1)))
+}
+
+// LimitCPUs implements platform.CPULimiter. The spinners are the
+// process's: a sentry has one platform.
+func (p *Platform) LimitCPUs(n int) { limitSpinners(min(n, runtime.NumCPU())) }
 
 // A spinning sentry thread yields its CPU every yieldEvery polls (about a
 // microsecond) and its Go P every goschedEvery polls (tens of microseconds).

@@ -3,6 +3,8 @@ package kernel
 import (
 	"runtime"
 	"sync/atomic"
+
+	"github.com/moat-sandbox/moat/platform"
 )
 
 // SandboxLimits are the limits of the sandbox as a whole, the ones a
@@ -51,6 +53,23 @@ func (k *Kernel) SetSandboxLimits(l SandboxLimits) {
 	case k.sbLimits.wake <- struct{}{}:
 	default:
 	}
+	if cl, ok := k.Platform.(platform.CPULimiter); ok {
+		cl.LimitCPUs(l.usableCPUs())
+	}
+}
+
+// usableCPUs is how many CPUs the guest may keep busy at once: its
+// cpuset's, or every CPU the sentry may use, and no more than its quota
+// rounded up.
+func (l *SandboxLimits) usableCPUs() int {
+	n := runtime.NumCPU()
+	if l.CPUCount > 0 {
+		n = min(n, l.CPUCount)
+	}
+	if l.CPUQuota != 0 && l.CPUPeriod != 0 {
+		n = min(n, int((l.CPUQuota+l.CPUPeriod-1)/l.CPUPeriod))
+	}
+	return max(n, 1)
 }
 
 // SandboxLimits returns the sandbox's limits.
