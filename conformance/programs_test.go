@@ -48,4 +48,3 @@ func TestParseProgramRejects(t *testing.T) {
 		t.Errorf("parsed %+v", p)
 	}
 }
-

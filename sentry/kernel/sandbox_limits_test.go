@@ -13,7 +13,7 @@ func TestUsableCPUsAreTheCpusetsWithinTheQuotaRoundedUp(t *testing.T) {
 	}{
 		{SandboxLimits{}, all},
 		{SandboxLimits{CPUQuota: 100000, CPUPeriod: 100000}, min(all, 1)},
-		{SandboxLimits{CPUQuota: 50000, CPUPeriod: 100000}, 1},   // half a CPU still runs on one
+		{SandboxLimits{CPUQuota: 50000, CPUPeriod: 100000}, 1}, // half a CPU still runs on one
 		{SandboxLimits{CPUQuota: 150000, CPUPeriod: 100000}, min(all, 2)},
 		{SandboxLimits{CPUQuota: 1000000, CPUPeriod: 100000}, all}, // ten CPUs' worth
 		{SandboxLimits{CPUs: "0", CPUCount: 1}, 1},
