@@ -26,6 +26,7 @@ type realCheck struct {
 	stdout  string
 	timeout time.Duration // 0: realTimeout
 	hangs   bool          // it never ends: it must time out and be killed
+	caps    []string      // capabilities the process holds (none when nil)
 }
 
 // realChecks are the checks, for the rootfs at dir. Scripts and sources
@@ -63,6 +64,10 @@ func realChecks(t *testing.T, dir string) []realCheck {
 		// Processes and System V IPC (realscripts_sys_test.go).
 		{name: "ipcs-after-objects", args: bash(ipcsAfterObjects), stdout: ipcsAfterObjectsOut},
 		{name: "nice-sh", args: []string{"nice", "-n", "10", "sh", "-c", "nice"}, stdout: "10\n"},
+		// A mount namespace of the guest's own (issue 14): the tmpfs is seen
+		// inside it alone.
+		{name: "unshare-mount", args: bash(`unshare -m sh -c 'mount -t tmpfs t /mnt && touch /mnt/x && ls /mnt'; ls /mnt | wc -l`),
+			stdout: "x\n0\n", caps: []string{"CAP_SYS_ADMIN"}},
 		{name: "python-sched", args: python(pythonSched), stdout: "True True\n{0}\n0 5 5\nTrue 99\n"},
 		{name: "python-setitimer", args: python(pythonSetitimer), stdout: "3 (0.0, 0.0)\nTrue\n"},
 		{name: "python-shared-memory", args: python(pythonSharedMemory), stdout: "42 0\n"},
@@ -127,7 +132,7 @@ func TestRealPrograms(t *testing.T) {
 				if problem := c.mismatch(want); problem != "" {
 					t.Fatalf("runc, the reference, fails: %s", problem)
 				}
-				got := moat.run(t, c.args, c.limit())
+				got := moat.run(t, c.args, c.limit(), c.caps...)
 				t.Logf("%v (runc: %v)", got.took.Round(time.Millisecond), want.took.Round(time.Millisecond))
 				if problem := differ(got, want); problem != "" {
 					t.Errorf("%s\nmoat's log of the run:\n%s", problem, got.log)
@@ -182,7 +187,7 @@ func (r *references) get(t *testing.T, c realCheck) outcome {
 	t.Helper()
 	o, ok := r.got[c.name]
 	if !ok {
-		o = r.runner.run(t, c.args, c.limit())
+		o = r.runner.run(t, c.args, c.limit(), c.caps...)
 		r.got[c.name] = o
 	}
 	return o

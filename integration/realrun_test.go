@@ -83,25 +83,30 @@ func realSpec(rootfs, workspace string, args []string) *specs.Spec {
 	return spec
 }
 
-// newContainer writes the bundle's config.json for args and returns a
-// new container id.
-func (r *realRunner) newContainer(t *testing.T, args []string) string {
+// newContainer writes the bundle's config.json for args, whose process
+// holds the capabilities caps (the spec gives it none otherwise), and
+// returns a new container id.
+func (r *realRunner) newContainer(t *testing.T, args []string, caps ...string) string {
 	r.runs++
 	clearDir(t, r.workspace)
 	spec := realSpec(r.rootfs, r.workspace, args)
 	spec.Root.Readonly = !r.writableRoot
+	if len(caps) > 0 {
+		spec.Process.Capabilities = &specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps}
+	}
 	must(t, ocirun.WriteSpec(r.bundle, spec))
 	// The pid keeps ids apart between test processes: runc names cgroups,
 	// which are machine-wide, after the id.
 	return fmt.Sprintf("realprogs-%d-%d", os.Getpid(), r.runs)
 }
 
-// run runs args in a new container with `run`, stdin empty, and returns
+// run runs args in a new container with `run` (its process holding the
+// capabilities caps), stdin empty, and returns
 // how it ended. When timeout passes, the container is killed. Either way it
 // is then deleted with --force, and the run must have left nothing behind.
-func (r *realRunner) run(t *testing.T, args []string, timeout time.Duration) outcome {
+func (r *realRunner) run(t *testing.T, args []string, timeout time.Duration, caps ...string) outcome {
 	t.Helper()
-	id := r.newContainer(t, args)
+	id := r.newContainer(t, args, caps...)
 	logStart := fileSize(r.log)
 	// Files, not pipes: a container left running would keep a pipe open,
 	// and reading it would hang the test instead of failing it.
