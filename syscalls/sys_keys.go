@@ -46,6 +46,16 @@ func copyInKeyDesc(t *kernel.Task, addr uintptr) (string, error) {
 	return s, err
 }
 
+// copyInKeyName reads a key's type and description, in that order (the
+// type's error first, as Linux reads them).
+func copyInKeyName(t *kernel.Task, typeAddr, descAddr uintptr) (typ, desc string, err error) {
+	if typ, err = copyInKeyType(t, typeAddr); err != nil {
+		return "", "", err
+	}
+	desc, err = copyInKeyDesc(t, descAddr)
+	return typ, desc, err
+}
+
 // copyInPayload reads a payload of n bytes (nil for none).
 func copyInPayload(t *kernel.Task, addr uintptr, n uint64) ([]byte, error) {
 	if n > keyPayloadMax {
@@ -66,11 +76,7 @@ func AddKey(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if a[3] > keyPayloadMax {
 		return 0, unix.EINVAL
 	}
-	typ, err := copyInKeyType(t, a.Ptr(0))
-	if err != nil {
-		return 0, err
-	}
-	desc, err := copyInKeyDesc(t, a.Ptr(1))
+	typ, desc, err := copyInKeyName(t, a.Ptr(0), a.Ptr(1))
 	if err != nil {
 		return 0, err
 	}
@@ -84,11 +90,7 @@ func AddKey(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 
 // RequestKey implements Linux syscall request_key(2).
 func RequestKey(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	typ, err := copyInKeyType(t, a.Ptr(0))
-	if err != nil {
-		return 0, err
-	}
-	desc, err := copyInKeyDesc(t, a.Ptr(1))
+	typ, desc, err := copyInKeyName(t, a.Ptr(0), a.Ptr(1))
 	if err != nil {
 		return 0, err
 	}
@@ -193,11 +195,7 @@ func Keyctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			return 0, nil
 		})
 	case keyctlSearch:
-		typ, err := copyInKeyType(t, a.Ptr(2))
-		if err != nil {
-			return 0, err
-		}
-		desc, err := copyInKeyDesc(t, a.Ptr(3))
+		typ, desc, err := copyInKeyName(t, a.Ptr(2), a.Ptr(3))
 		if err != nil {
 			return 0, err
 		}
