@@ -220,3 +220,65 @@ func TestEventsStreamsAnOOMEventWhenTheKillerStrikes(t *testing.T) {
 		t.Fatal("no oom event within 60 s of the bomb")
 	}
 }
+
+// twoSpinners spins two threads for 2 s and prints, while they spin and
+// after, the wall time and its process's CPU clock.
+const twoSpinners = `#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+static volatile int stop;
+static void *spin(void *a) { while (!stop); return a; }
+static double secs(clockid_t c) {
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+int main(void) {
+	pthread_t a, b;
+	double start = secs(CLOCK_MONOTONIC);
+	pthread_create(&a, 0, spin, 0);
+	pthread_create(&b, 0, spin, 0);
+	struct timespec second = {1, 0};
+	nanosleep(&second, 0);
+	printf("%.3f %.3f\n", secs(CLOCK_MONOTONIC) - start, secs(CLOCK_PROCESS_CPUTIME_ID));
+	nanosleep(&second, 0);
+	stop = 1;
+	pthread_join(a, 0);
+	pthread_join(b, 0);
+	printf("%.3f %.3f\n", secs(CLOCK_MONOTONIC) - start, secs(CLOCK_PROCESS_CPUTIME_ID));
+	return 0;
+}`
+
+// TestCPUTimeCountsOnlyWhatTheQuotaGave: two threads spinning under a quota
+// of half a CPU get half a CPU between them, and the guest's own CPU clock
+// says so, while they spin and after: the time the host kept them off a
+// CPU is not the guest's CPU time (RLIMIT_CPU, getrusage and a profiler's
+// timers count by it). Linux under the same quota gives the same figures.
+func TestCPUTimeCountsOnlyWhatTheQuotaGave(t *testing.T) {
+	e := newEnv(t)
+	e.buildProgram("spin2", twoSpinners)
+	quota := int64(50000)
+	e.writeSpec(limitsSpec(&specs.LinuxResources{CPU: &specs.LinuxCPU{Quota: &quota}}, "/bin/spin2"))
+	out, errOut, code := e.moatCmd("run", "--bundle", e.bundle, "cputime")
+	if code != 0 {
+		t.Fatalf("exit %d (%s)", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("guest printed %q, want two readings", out)
+	}
+	for i, line := range lines {
+		var wall, cpu float64
+		if _, err := fmt.Sscanf(line, "%f %f", &wall, &cpu); err != nil {
+			t.Fatalf("reading %d: %q: %v", i, line, err)
+		}
+		t.Logf("reading %d: %.3f s of CPU in %.3f s", i, cpu, wall)
+		// Half a CPU, and a period's worth of burst at the start.
+		if limit := 0.5*wall + 0.15; cpu > limit {
+			t.Errorf("reading %d: %.3f s of CPU in %.3f s under a quota of half a CPU (at most %.3f)", i, cpu, wall, limit)
+		}
+		if cpu < 0.1*wall {
+			t.Errorf("reading %d: only %.3f s of CPU in %.3f s: did the threads spin?", i, cpu, wall)
+		}
+	}
+}

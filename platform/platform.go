@@ -76,8 +76,8 @@ type Context interface {
 	// Switch undoes it.
 	Park()
 	// Running is how long the thread has been running guest code, if it is
-	// in a Switch now (else 0): the CPU time the next event will report.
-	// It may be called from any goroutine.
+	// in a Switch now (else 0): the CPU time the next event will report,
+	// surely so up to RunningVouched. It may be called from any goroutine.
 	Running() time.Duration
 	// Release ends the thread.
 	Release()
@@ -114,7 +114,15 @@ type Event struct {
 	// GuestTime is how long the thread ran guest code before the event,
 	// and KernelTime how long the kernel worked on its previous event
 	// (from that Switch's return to this Switch or the Park before it):
-	// the thread's user and system CPU time. Both are elapsed time, so a
-	// host that takes the CPU away meanwhile makes them larger.
+	// the thread's user and system CPU time. Both are measured as elapsed
+	// time; GuestTime is bounded by the host's CPU time of the thread when
+	// it ran longer than RunningVouched (a host that took the CPU away, a
+	// CPU quota's throttling, does not count), KernelTime is not.
 	GuestTime, KernelTime time.Duration
 }
+
+// RunningVouched is how long a run of guest code may be and still have its
+// elapsed time counted as CPU time unchecked: the host's scheduler takes a
+// CPU away for longer (a time slice, a quota's throttling), so a platform
+// asks the host for the thread's CPU time after a longer run.
+const RunningVouched = 200 * time.Microsecond

@@ -40,6 +40,7 @@ type context struct {
 	runningSince atomic.Int64
 	returned     int64
 	parked       int64
+	cpu          platform.HostCPUBound // bounds a long run's guest time by the thread's CPU clock
 
 	ended atomic.Bool
 }
@@ -61,6 +62,8 @@ func (c *context) Switch(regs *arch.Registers) (platform.Event, error) {
 		runtime.LockOSThread()
 		c.tid = unix.Gettid()
 		c.locked = true
+		cpu, ok := threadCPUClock()
+		c.cpu.Bound(0, cpu, ok)
 	}
 	as, v := c.as, c.v
 	if c.ended.Load() || as.dead.Load() {
@@ -116,7 +119,7 @@ func (c *context) run(regs *arch.Registers, times *platform.Event) (platform.Eve
 		_, err := ioctl(v.fd, kvmRun, 0)
 		c.runningSince.Store(0)
 		c.exits.Add(1)
-		times.GuestTime += time.Duration(now() - entered)
+		times.GuestTime += c.boundedGuestTime(time.Duration(now() - entered))
 		v.fp.fresh = false
 
 		if err == unix.EINTR {
@@ -158,6 +161,26 @@ func (c *context) run(regs *arch.Registers, times *platform.Event) (platform.Eve
 		ev.GuestTime, ev.KernelTime = times.GuestTime, times.KernelTime
 		return ev, nil
 	}
+}
+
+// boundedGuestTime is what of a run of guest code that took g counts as CPU
+// time: a long run's is bounded by the thread's CPU clock, which the thread
+// keeps for good once locked (platform.HostCPUBound).
+func (c *context) boundedGuestTime(g time.Duration) time.Duration {
+	if g <= platform.RunningVouched {
+		return c.cpu.Bound(g, 0, false)
+	}
+	cpu, ok := threadCPUClock()
+	return c.cpu.Bound(g, cpu, ok)
+}
+
+// threadCPUClock reads the calling thread's CPU clock (ns).
+func threadCPUClock() (uint64, bool) {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0, false
+	}
+	return uint64(ts.Nano()), true
 }
 
 // decode reads the event the stub left the VM for.

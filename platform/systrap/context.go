@@ -39,6 +39,8 @@ type threadContext struct {
 	returned     uint64
 	parked       uint64
 
+	cpu platform.HostCPUBound // bounds a long run's guest time by the stub thread's CPU clock
+
 	spins spinWindowCount // this thread's waits in Switch (spinpolicy.go)
 }
 
@@ -298,6 +300,11 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 		}
 	}
 	atomic.StoreUint32(c.word(tsPark), park)
+	if !c.cpu.Marked() {
+		// The first reading, taken when the thread first parked.
+		cpu, ok := c.trapCPUTime()
+		c.cpu.Bound(0, cpu, ok)
+	}
 	busy := c.stub.p.busy
 	busy.enter()
 	resumed := rdtsc()
@@ -318,7 +325,7 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 	if !ok {
 		return platform.Event{}, errStubDead
 	}
-	times := platform.Event{GuestTime: c.guestTime(resumed), KernelTime: kernelTime}
+	times := platform.Event{GuestTime: c.boundedGuestTime(resumed), KernelTime: kernelTime}
 
 	uc = c.frame(*ctl.u64(c.unit + tsUcontext), ucSize)
 	si := c.frame(*ctl.u64(c.unit + tsSiginfo), siSize)
@@ -441,6 +448,27 @@ func (c *threadContext) guestTime(resumed uint64) time.Duration {
 		return 0
 	}
 	return ticksToDuration(to - from)
+}
+
+// trapCPUTime returns the thread's host CPU clock (ns) as the handler read
+// it at its last entry, if it read it then (after a run longer than
+// platform.RunningVouched, or at the thread's first entry).
+func (c *threadContext) trapCPUTime() (uint64, bool) {
+	ts := (*unix.Timespec)(unsafe.Pointer(c.stub.p.ctl.u64(c.unit + tsCPUTime)))
+	if ts.Sec < 0 || ts.Nsec < 0 || ts.Nsec >= 1e9 {
+		return 0, false
+	}
+	return uint64(ts.Sec)*1e9 + uint64(ts.Nsec), true
+}
+
+// boundedGuestTime is guestTime bounded by the host's CPU clock of the
+// stub thread, when the handler read it (platform.HostCPUBound). The
+// stub's page is the guest's to write: a forged reading can only lower the
+// guest's own count, as a forged TSC mark already could (RLIMIT_CPU then
+// undercounts; the host cgroup holds the sandbox's CPU limit).
+func (c *threadContext) boundedGuestTime(resumed uint64) time.Duration {
+	cpu, ok := c.trapCPUTime()
+	return c.cpu.Bound(c.guestTime(resumed), cpu, ok)
 }
 
 // Running implements platform.Context. It counts as guestTime will, from

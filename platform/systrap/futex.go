@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/platform"
 )
 
 // spinPause executes one PAUSE instruction.
@@ -55,6 +57,11 @@ var yieldSlowTicks = uint64(1 << 62)
 
 const yieldSlowTime = 200 * time.Microsecond
 
+// cpuCheckTicks is how many TSC ticks of guest code make the handler read
+// its thread's CPU clock at the next trap (platform.RunningVouched). Set by
+// calibrateSpin.
+var cpuCheckTicks = uint64(1 << 62)
+
 // tscPerNano is the time-stamp counter's rate (float64 bits): a first
 // estimate from calibrateSpin, then one over a second (refineTSCRate),
 // precise enough that a guest's CPU time does not exceed the time elapsed.
@@ -88,6 +95,7 @@ func calibrateSpin() {
 	}
 	tscPerNano.Store(math.Float64bits(rate))
 	yieldSlowTicks = uint64(rate * float64(yieldSlowTime))
+	cpuCheckTicks = uint64(rate * float64(platform.RunningVouched))
 	go refineTSCRate(start, tsc)
 	guestSpinIters = spinIters(guestSpinTime)
 	longSpinIters = spinIters(longSpinTime)

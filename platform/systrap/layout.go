@@ -60,27 +60,29 @@ const (
 	parSignals     = 100 // [16]u32: the signals the handler serves
 	parDflAction   = 176 // a zeroed struct kernel_sigaction: SIG_DFL
 	parYieldSlow   = 208 // u64: TSC ticks after which a sched_yield counts as slow (futex.go)
+	parCPUCheck    = 216 // u64: TSC ticks of guest code after which the handler reads the thread's CPU clock
 	parSysFilter   = 256 // sock_filter array of the syscall thread's filter
 	parGuestFilter = 2048
 )
 
 // Offsets in a thread slot's state page.
 const (
-	tsState          = 0  // u32 futex word: threadTrapped or threadResume
-	tsStubSleeping   = 4  // u32: the handler is in (or entering) FUTEX_WAIT
-	tsSentrySleeping = 8  // u32: the sentry is in (or entering) FUTEX_WAIT
-	tsSigno          = 12 // u32: the signal that trapped the thread
-	tsSiginfo        = 16 // u64: stub address of the siginfo
-	tsUcontext       = 24 // u64: stub address of the ucontext
-	tsFSBase         = 32 // u64
-	tsGSBase         = 40 // u64
-	tsFSGSDirty      = 48 // u32: the sentry changed FSBase or GSBase
-	tsTID            = 52 // u32: the host thread's tid; the kernel clears it when the thread is gone
-	tsPark           = 56 // u32: the sentry will not resume the thread soon: sleep instead of spinning
-	tsAltStack       = 64 // stack_t for sigaltstack, filled by the sentry
-	tsTrapTSC        = 88 // u64: the TSC when the handler was entered
-	tsResumeTSC      = 96 // u64: the TSC when the handler saw threadResume
-	tsEnd            = 104
+	tsState          = 0   // u32 futex word: threadTrapped or threadResume
+	tsStubSleeping   = 4   // u32: the handler is in (or entering) FUTEX_WAIT
+	tsSentrySleeping = 8   // u32: the sentry is in (or entering) FUTEX_WAIT
+	tsSigno          = 12  // u32: the signal that trapped the thread
+	tsSiginfo        = 16  // u64: stub address of the siginfo
+	tsUcontext       = 24  // u64: stub address of the ucontext
+	tsFSBase         = 32  // u64
+	tsGSBase         = 40  // u64
+	tsFSGSDirty      = 48  // u32: the sentry changed FSBase or GSBase
+	tsTID            = 52  // u32: the host thread's tid; the kernel clears it when the thread is gone
+	tsPark           = 56  // u32: the sentry will not resume the thread soon: sleep instead of spinning
+	tsAltStack       = 64  // stack_t for sigaltstack, filled by the sentry
+	tsTrapTSC        = 88  // u64: the TSC when the handler was entered
+	tsResumeTSC      = 96  // u64: the TSC when the handler saw threadResume
+	tsCPUTime        = 104 // struct timespec: the thread's CPU clock at the trap; tv_nsec -1 if not read
+	tsEnd            = 120
 	altStackOff      = 0x1000
 )
 

@@ -77,6 +77,7 @@ func (p *Platform) writeParams() error {
 	le.PutUint32(b[parHandlerSpin:], uint32(spinIters(handlerSpinTime)))
 	le.PutUint32(b[parSysSpin:], uint32(spinIters(sysSpinTime)))
 	le.PutUint64(b[parYieldSlow:], yieldSlowTicks)
+	le.PutUint64(b[parCPUCheck:], cpuCheckTicks)
 
 	// struct kernel_sigaction: handler, flags, restorer, mask.
 	sa := b[parSigaction:]

@@ -20,6 +20,7 @@ const (
 	seccompDataArch   = 4
 	seccompDataIPLow  = 8
 	seccompDataIPHigh = 12
+	seccompDataArg0   = 16 // low half of args[0]
 	seccompDataArg1   = 24 // low half of args[1]
 )
 
@@ -70,19 +71,31 @@ func filterFromStubCode(allowed []uint32, extra map[uint32][]bpfInsn) []bpfInsn 
 	return append(prog, stmt(retK, retTrap))
 }
 
-// syscallThreadFilter allows what the syscall thread and stub start-up need.
+// threadCPUClockOnly lets clock_gettime read the calling thread's CPU
+// clock alone (the clock id is args[0]): what the handler bounds the
+// guest's CPU time by.
+var threadCPUClockOnly = []bpfInsn{
+	stmt(ldW, seccompDataArg0),
+	jump(jeqK, unix.CLOCK_THREAD_CPUTIME_ID, 1, 0),
+	stmt(retK, retTrap),
+}
+
+// syscallThreadFilter allows what the syscall thread and stub start-up need,
+// and what a guest thread's handler needs (a guest thread carries this filter
+// too).
 func syscallThreadFilter() []bpfInsn {
 	return filterFromStubCode([]uint32{
 		unix.SYS_MMAP, unix.SYS_MUNMAP, unix.SYS_MPROTECT, unix.SYS_MADVISE,
 		unix.SYS_CLONE, unix.SYS_FUTEX, unix.SYS_EXIT, unix.SYS_EXIT_GROUP,
 		unix.SYS_RT_SIGRETURN, unix.SYS_SCHED_YIELD, unix.SYS_SIGALTSTACK,
 		unix.SYS_RT_SIGPROCMASK, unix.SYS_SECCOMP, unix.SYS_PRCTL, unix.SYS_GETPPID,
-	}, nil)
+		unix.SYS_CLOCK_GETTIME,
+	}, map[uint32][]bpfInsn{unix.SYS_CLOCK_GETTIME: threadCPUClockOnly})
 }
 
 // guestThreadFilter allows a guest thread, from stub code only, to wait and
-// wake on futexes (its hand-off with the sentry), return from its handler and
-// end itself.
+// wake on futexes (its hand-off with the sentry), read its own CPU clock,
+// return from its handler and end itself.
 func guestThreadFilter() []bpfInsn {
 	// futex: only FUTEX_WAIT and FUTEX_WAKE; the op is args[1].
 	futexOps := []bpfInsn{
@@ -93,7 +106,8 @@ func guestThreadFilter() []bpfInsn {
 	}
 	return filterFromStubCode([]uint32{
 		unix.SYS_FUTEX, unix.SYS_RT_SIGRETURN, unix.SYS_SCHED_YIELD, unix.SYS_EXIT,
-	}, map[uint32][]bpfInsn{unix.SYS_FUTEX: futexOps})
+		unix.SYS_CLOCK_GETTIME,
+	}, map[uint32][]bpfInsn{unix.SYS_FUTEX: futexOps, unix.SYS_CLOCK_GETTIME: threadCPUClockOnly})
 }
 
 // encodeFilter writes prog as a sock_filter array into b and returns the

@@ -30,6 +30,7 @@ func (c cpuClock) now() (d time.Duration, ok bool) {
 	var user, sys time.Duration
 	if c.task != nil {
 		tg := c.task.tg
+		tg.settleLongRuns(c.task)
 		tg.mu.Lock() // CPUTime reads the context, which exec changes under it
 		alive := c.task.inGroupLocked()
 		user, sys = c.task.CPUTime()

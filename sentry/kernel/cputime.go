@@ -1,6 +1,10 @@
 package kernel
 
-import "time"
+import (
+	"time"
+
+	"github.com/moat-sandbox/moat/platform"
+)
 
 // CPU time. The platform reports, with each event, how long the thread ran
 // guest code before it (user time) and how long the kernel worked on the
@@ -24,10 +28,14 @@ func (t *Task) addCPUTime(user, sys time.Duration) {
 // end of its Switch and addCPUTime it is in neither part. So a reading is
 // never less than one returned before it; the thread's later events catch
 // up with it.
+//
+// Of guest code running now, only platform.RunningVouched counts: the host
+// may have run other threads for the rest, which the thread's next event
+// says (settleLongRuns brings that event about).
 func (t *Task) CPUTime() (user, sys time.Duration) {
 	u := t.userTime.Load()
 	if t.ctx != nil {
-		u += int64(t.ctx.Running())
+		u += int64(min(t.ctx.Running(), platform.RunningVouched))
 	}
 	for {
 		shown := t.userShown.Load()
@@ -44,6 +52,7 @@ func (t *Task) CPUTime() (user, sys time.Duration) {
 
 // CPUTime returns the process's user and system time so far.
 func (tg *ThreadGroup) CPUTime() (user, sys time.Duration) {
+	tg.settleLongRuns(nil)
 	tg.mu.Lock()
 	defer tg.mu.Unlock()
 	user, sys = tg.exitedUser, tg.exitedSys
@@ -60,4 +69,40 @@ func (tg *ThreadGroup) retireCPUTimeLocked(t *Task) {
 	u, s := t.CPUTime()
 	tg.exitedUser += u
 	tg.exitedSys += s
+}
+
+// settleWait bounds how long a reading of CPU time waits for long-running
+// threads to count their time: a thread the host does not run (a CPU
+// quota's throttling) may not trap before it.
+const settleWait = 5 * time.Millisecond
+
+// settleLongRuns makes tg's threads (or thread only) that have run guest
+// code for longer than platform.RunningVouched stop and count it, so that a
+// reading that follows counts the CPU time the host gave them, neither the
+// elapsed time nor nothing: a thread that spins in guest code may not trap
+// for seconds. It waits for each to count an event (every event adds system
+// time), at most settleWait in all. tg.mu must not be held.
+func (tg *ThreadGroup) settleLongRuns(only *Task) {
+	type pending struct {
+		t   *Task
+		sys int64
+	}
+	var waits []pending
+	tg.mu.Lock()
+	for _, t := range tg.tasks {
+		if (only == nil || t == only) && t.ctx != nil && t.ctx.Running() > platform.RunningVouched {
+			waits = append(waits, pending{t, t.sysTime.Load()})
+			t.ctx.Interrupt()
+		}
+	}
+	tg.mu.Unlock()
+	if waits == nil {
+		return
+	}
+	deadline := time.Now().Add(settleWait)
+	for _, w := range waits {
+		for w.t.sysTime.Load() == w.sys && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
 }

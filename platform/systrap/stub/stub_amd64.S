@@ -16,7 +16,7 @@
  * writable page of the process, so a return address there could be forged.
  * The handler's stack is guest-writable too, but a guest thread that corrupts
  * it only harms itself: its seccomp filter lets it make no host call but
- * futex, sched_yield and rt_sigreturn.
+ * futex, sched_yield, rt_sigreturn and a read of its own CPU clock.
  *
  * Layout constants come from layout.go as -D definitions.
  */
@@ -34,6 +34,7 @@
 #define SYS_sigaltstack 131
 #define SYS_prctl 157
 #define SYS_futex 202
+#define SYS_clock_gettime 228
 #define SYS_exit_group 231
 #define SYS_seccomp 317
 #define SYS_close_range 436
@@ -50,6 +51,7 @@
 #define PR_SET_NO_NEW_PRIVS 38
 #define SECCOMP_SET_MODE_FILTER 1
 #define SIGKILL 9
+#define CLOCK_THREAD_CPUTIME_ID 3
 
 	.text
 	.globl stub_start
@@ -385,7 +387,23 @@ handler:
 	movq %rdx, TS_UCONTEXT(%rbx)
 	RDTSC64
 	movq %rax, TS_TRAP_TSC(%rbx)
-	rdfsbase %rax
+	/*
+	 * The TSC counts the time the host ran other threads too. After a run
+	 * of guest code that long (or a first entry: no resume yet), read
+	 * the thread's CPU clock, by which the sentry bounds what it counts
+	 * (context.go, hostCPUBound); otherwise mark the reading absent.
+	 */
+	subq TS_RESUME_TSC(%rbx), %rax
+	movabsq $PARAMS_VA, %rdx
+	cmpq PAR_CPU_CHECK(%rdx), %rax
+	jb 19f
+	movl $SYS_clock_gettime, %eax
+	movl $CLOCK_THREAD_CPUTIME_ID, %edi
+	leaq TS_CPU_TIME(%rbx), %rsi
+	syscall
+	jmp 18f
+19:	movq $-1, TS_CPU_TIME+8(%rbx)
+18:	rdfsbase %rax
 	movq %rax, TS_FSBASE(%rbx)
 	rdgsbase %rax
 	movq %rax, TS_GSBASE(%rbx)
