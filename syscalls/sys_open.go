@@ -255,6 +255,13 @@ func openPath(t *kernel.Task, creds *vfs.Creds, p vfs.Path, flags int, created b
 			return nil, err
 		}
 	}
+	llDenied, err := creds.Landlock.LandlockOpen(p, landlockOpenRights(st.Type(), acc))
+	if err != nil {
+		return nil, err
+	}
+	if flags&unix.O_TRUNC != 0 && st.Type() == unix.S_IFREG && llDenied&unix.LANDLOCK_ACCESS_FS_TRUNCATE != 0 {
+		return nil, unix.EACCES
+	}
 	var impl vfs.FileImpl
 	if o, ok := ino.(vfs.ContextOpener); ok {
 		impl, err = o.OpenContext(t, flags) // a pipe or host file reopened through /proc/<pid>/fd
@@ -273,10 +280,28 @@ func openPath(t *kernel.Task, creds *vfs.Creds, p vfs.Path, flags int, created b
 		return nil, err
 	}
 	f := vfs.NewFile(impl, p, acc|flags&fileStatusFlags|linuxabi.O_LARGEFILE)
+	f.SetLandlockDenied(llDenied)
 	if flags&unix.O_TRUNC != 0 && st.Type() == unix.S_IFREG {
 		f.NotifyTruncated()
 	}
 	return f, nil
+}
+
+// landlockOpenRights are the Landlock rights opening a file of type typ
+// with access mode acc needs: reading a directory, or reading and writing
+// a file as the mode asks (O_ACCMODE itself asks for neither).
+func landlockOpenRights(typ uint32, acc int) uint64 {
+	switch {
+	case acc == unix.O_ACCMODE:
+		return 0
+	case typ == unix.S_IFDIR:
+		return unix.LANDLOCK_ACCESS_FS_READ_DIR
+	case acc == unix.O_RDONLY:
+		return unix.LANDLOCK_ACCESS_FS_READ_FILE
+	case acc == unix.O_WRONLY:
+		return unix.LANDLOCK_ACCESS_FS_WRITE_FILE
+	}
+	return unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE
 }
 
 // pathFile is an O_PATH descriptor: it names a file without opening it.

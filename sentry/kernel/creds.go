@@ -18,6 +18,10 @@ type Credentials struct {
 	// CapAmbient is always within CapPermitted and CapInheritable.
 	CapAmbient uint64
 	keepCaps   bool // PR_SET_KEEPCAPS
+	// landlock is the Landlock domain the task restricted itself with
+	// (nil: none), which fork, clone and execve keep, as Linux keeps it
+	// in the credentials.
+	landlock *vfs.LandlockDomain
 }
 
 // NewCredentials returns credentials for uid and gid, with the capabilities
@@ -48,7 +52,7 @@ func (c *Credentials) Fork() *Credentials {
 	return &Credentials{UID: c.UID, EUID: c.EUID, SUID: c.SUID, FSUID: c.FSUID, GID: c.GID, EGID: c.EGID,
 		SGID: c.SGID, FSGID: c.FSGID, Groups: append([]uint32(nil), c.Groups...), CapEffective: c.CapEffective,
 		CapPermitted: c.CapPermitted, CapInheritable: c.CapInheritable, CapBounding: c.CapBounding,
-		CapAmbient: c.CapAmbient, keepCaps: c.keepCaps}
+		CapAmbient: c.CapAmbient, keepCaps: c.keepCaps, landlock: c.landlock}
 }
 
 // FSCreds returns the credentials file operations check for t now: its
@@ -58,7 +62,7 @@ func (t *Task) FSCreds() vfs.Creds {
 	c := t.creds
 	c.Lock()
 	defer c.Unlock()
-	return vfs.Creds{FSUID: c.FSUID, FSGID: c.FSGID, Groups: c.Groups, Caps: c.CapEffective}
+	return vfs.Creds{FSUID: c.FSUID, FSGID: c.FSGID, Groups: c.Groups, Caps: c.CapEffective, Landlock: c.landlock}
 }
 
 // AccessCreds returns the credentials access(2) checks with: the real
@@ -74,4 +78,19 @@ func (t *Task) AccessCreds() vfs.Creds {
 		caps = c.CapPermitted
 	}
 	return vfs.Creds{FSUID: c.UID, FSGID: c.GID, Groups: c.Groups, Caps: caps}
+}
+
+// LandlockRestrict adds rs to the task's Landlock domain as a new layer
+// (landlock_restrict_self): this task's alone, as Linux restricts only
+// the calling thread; E2BIG past the layers a domain may stack.
+func (t *Task) LandlockRestrict(rs *vfs.LandlockRuleset) error {
+	c := t.creds
+	c.Lock()
+	defer c.Unlock()
+	d, err := c.landlock.Restrict(rs)
+	if err != nil {
+		return err
+	}
+	c.landlock = d
+	return nil
 }

@@ -77,7 +77,8 @@ func (k *Kernel) openExec(res vfs.Resolver, name string) (execFile, error) {
 // openExecPath opens a resolved program for creds, as Linux's
 // do_open_execat: a regular file they have execute permission on (root's
 // capabilities pass only a file with some execute bit), on a mount that
-// is not noexec. Read permission is not needed.
+// is not noexec. Read permission is not needed, but a Landlock domain
+// must allow reading and executing it.
 func (k *Kernel) openExecPath(p vfs.Path, creds *vfs.Creds) (execFile, error) {
 	if p.Mount != nil && p.Mount.Flags&unix.MS_NOEXEC != 0 {
 		return execFile{}, unix.EACCES
@@ -90,6 +91,10 @@ func (k *Kernel) openExecPath(p vfs.Path, creds *vfs.Creds) (execFile, error) {
 		return execFile{}, unix.EACCES
 	}
 	if err := creds.Permission(&st, vfs.MayExec); err != nil {
+		return execFile{}, err
+	}
+	// Linux opens a program for reading and execution (FMODE_EXEC).
+	if err := creds.Landlock.Check(p, unix.LANDLOCK_ACCESS_FS_EXECUTE|unix.LANDLOCK_ACCESS_FS_READ_FILE); err != nil {
 		return execFile{}, err
 	}
 	impl, err := p.Dentry.Inode().Open(unix.O_RDONLY)

@@ -242,6 +242,9 @@ func Truncate(c *Creds, p Path, size int64) error {
 	if err := c.Permission(&st, MayWrite); err != nil {
 		return err
 	}
+	if err := c.Landlock.Check(p, unix.LANDLOCK_ACCESS_FS_TRUNCATE); err != nil {
+		return err
+	}
 	now := unix.Timespec{Nsec: unix.UTIME_NOW}
 	a := Attr{Mask: SetSize | SetMtime, Size: size, Mtime: now}
 	c.killPriv(&st, &a)
@@ -264,6 +267,9 @@ func Ftruncate(c *Creds, f *File, size int64) error {
 	}
 	if st.Type() != unix.S_IFREG {
 		return unix.EINVAL
+	}
+	if f.landlockDenied&unix.LANDLOCK_ACCESS_FS_TRUNCATE != 0 {
+		return unix.EACCES // as the domain that opened it said (Landlock)
 	}
 	s, err := writableInode(p)
 	if err != nil {

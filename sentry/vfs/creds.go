@@ -4,11 +4,13 @@ import "golang.org/x/sys/unix"
 
 // Creds are the credentials a file operation is checked against: the
 // caller's file-system ids, supplementary groups and effective
-// capabilities (bit 1<<CAP_*).
+// capabilities (bit 1<<CAP_*), and the Landlock domain it restricted
+// itself with (nil: none; landlock.go).
 type Creds struct {
 	FSUID, FSGID uint32
 	Groups       []uint32
 	Caps         uint64
+	Landlock     *LandlockDomain
 }
 
 // KernelCreds are the credentials of the kernel's own lookups (the

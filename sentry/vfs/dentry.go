@@ -26,6 +26,8 @@ type Dentry struct {
 	// deleted: the name was removed (unlink, rmdir, a rename over it) or
 	// there never was one (O_TMPFILE), as Linux's d_unlinked.
 	deleted atomic.Bool
+	// llID is the file's identity for Landlock's rules (landlock.go).
+	llID atomic.Pointer[landlockIdent]
 
 	mu       sync.Mutex
 	children map[string]*Dentry

@@ -70,6 +70,10 @@ type File struct {
 	// locked says the description took a flock or OFD lock, which its
 	// last close drops.
 	locked atomic.Bool
+	// landlockDenied holds the rights the opener's Landlock domain denied
+	// on the file that calls on the open file need later (TRUNCATE, for
+	// ftruncate): set once, before the file is shared.
+	landlockDenied uint64
 }
 
 // NewFile returns a File with one reference.
@@ -83,6 +87,10 @@ func NewFile(impl FileImpl, path Path, flags int) *File {
 	f.opened()
 	return f
 }
+
+// SetLandlockDenied records what LandlockDomain.LandlockOpen said the
+// file may not do later; called before the file is installed.
+func (f *File) SetLandlockDenied(rights uint64) { f.landlockDenied = rights }
 
 // Impl returns the file system's side of the file.
 func (f *File) Impl() FileImpl { return f.impl }

@@ -269,6 +269,9 @@ func create(c *Creds, t Target, mode uint32, mk func(w DirWriter, mode, uid, gid
 	if err != nil {
 		return Path{}, err
 	}
+	if err := c.Landlock.Check(t.Dir, landlockMake(mode)); err != nil {
+		return Path{}, err
+	}
 	st, err := AccessStat(d.inode)
 	if err != nil {
 		return Path{}, err
@@ -383,6 +386,9 @@ func Link(c *Creds, old Path, t Target) error {
 			return unix.EPERM
 		}
 	}
+	if err := c.Landlock.checkRefer(old.parentDir(), old.Dentry, t.Dir, nil, false, false); err != nil {
+		return err
+	}
 	st, err := AccessStat(d.inode)
 	if err != nil {
 		return err
@@ -474,6 +480,9 @@ func remove(c *Creds, t Target, isDir bool) error {
 			return unix.EISDIR
 		}
 		return unix.ENOTDIR
+	}
+	if err := c.Landlock.Check(t.Dir, landlockRemoveRight(isDir)); err != nil {
+		return err
 	}
 	st, err := AccessStat(d.inode)
 	if err != nil {
@@ -603,6 +612,9 @@ func Rename(c *Creds, from, to Target, flags uint32) error {
 			return unix.EINVAL
 		}
 		return unix.ENOTEMPTY
+	}
+	if err := c.Landlock.checkRefer(from.Dir, old, to.Dir, victim, true, exchange); err != nil {
+		return err
 	}
 	if victim != nil && victim.inode == old.inode {
 		return nil // two names of one file: nothing to do

@@ -59,6 +59,7 @@ func (e *endpoint) Bind(t *kernel.Task, addr []byte) error {
 		// Linux makes the node first, then finds the socket bound and
 		// removes the node again.
 		e.ns.mu.Unlock()
+		creds.Landlock = nil // the kernel's own undoing, which Landlock does not check
 		vfs.Unlink(&creds, tg)
 		return unix.EINVAL
 	}

@@ -1,0 +1,332 @@
+package vfs
+
+import (
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Landlock (landlock(7)): a task restricting its own access to the file
+// system, enforced here, at the same checks the mode bits are (open,
+// exec, the calls that make, remove and rename names, truncate). A
+// ruleset names the rights it handles and, for a file or directory, the
+// rights allowed on it and everything beneath it; landlock_restrict_self
+// adds the ruleset to the task's domain as one more layer, and an access
+// goes ahead only if every layer that handles it allows it. Rules are on
+// the file itself (its FileID), never its name, so a rename or a bind
+// mount does not escape them; the walk that finds them goes up the path
+// an access was made through, across mounts, as Linux's does.
+//
+// A task without a domain (Creds.Landlock nil) pays one nil check per
+// access.
+
+// Landlock rights (ABI 1 to 3): the rights on files, and those that only
+// mean something on a directory.
+const (
+	LandlockFileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	LandlockRights = LandlockFileRights | unix.LANDLOCK_ACCESS_FS_READ_DIR |
+		unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
+		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SYM | unix.LANDLOCK_ACCESS_FS_REFER
+)
+
+// LandlockMaxLayers is how many rulesets one domain stacks (Linux's
+// LANDLOCK_MAX_NUM_LAYERS): one more is E2BIG.
+const LandlockMaxLayers = 16
+
+// LandlockRuleset is a ruleset being built: what landlock_create_ruleset
+// makes and landlock_add_rule fills. It may be added to domains while it
+// still grows; each domain takes a copy.
+type LandlockRuleset struct {
+	handled uint64 // the rights rules may allow, as created
+
+	mu    sync.Mutex
+	rules map[FileID]uint64
+}
+
+// NewLandlockRuleset returns an empty ruleset handling the rights in
+// handled (a non-empty subset of LandlockRights).
+func NewLandlockRuleset(handled uint64) *LandlockRuleset {
+	return &LandlockRuleset{handled: handled, rules: make(map[FileID]uint64)}
+}
+
+// Handled returns the rights the ruleset was made to handle.
+func (rs *LandlockRuleset) Handled() uint64 { return rs.handled }
+
+// AddRule allows access on the file at p and beneath it: access must be
+// within the ruleset's rights (EINVAL), and only rights on files for a
+// file that is not a directory (EINVAL). A file with no identity (one of
+// the sentry's own, outside any file system) takes no rule: EBADFD.
+func (rs *LandlockRuleset) AddRule(p Path, access uint64) error {
+	if access&^rs.handled != 0 {
+		return unix.EINVAL
+	}
+	if p.Dentry == nil || p.Mount == anonMount {
+		return unix.EBADFD
+	}
+	if !p.Dentry.isDir && access&^LandlockFileRights != 0 {
+		return unix.EINVAL
+	}
+	id, ok := p.Dentry.landlockID()
+	if !ok {
+		return unix.EBADFD
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.rules[id] |= access
+	return nil
+}
+
+// LandlockDomain is the stack of rulesets a task is restricted by. It
+// never changes once made: a task that adds a layer gets a new domain,
+// and the tasks sharing the old one keep it.
+type LandlockDomain struct {
+	// handled holds each layer's handled rights. Every layer handles
+	// REFER, which only a rule allows (landlock(7): denied by default
+	// even where a ruleset does not name it).
+	handled []uint64
+	rules   map[FileID][]layerGrant
+}
+
+// layerGrant is the rights one layer allows on a file and beneath it.
+type layerGrant struct {
+	layer  int
+	access uint64
+}
+
+// Restrict returns d with rs on top, as landlock_restrict_self makes a
+// task's new domain: E2BIG past LandlockMaxLayers. d may be nil (no
+// domain yet).
+func (d *LandlockDomain) Restrict(rs *LandlockRuleset) (*LandlockDomain, error) {
+	n := 0
+	if d != nil {
+		n = len(d.handled)
+	}
+	if n >= LandlockMaxLayers {
+		return nil, unix.E2BIG
+	}
+	nd := &LandlockDomain{handled: make([]uint64, n, n+1), rules: make(map[FileID][]layerGrant)}
+	if d != nil {
+		copy(nd.handled, d.handled)
+		for id, g := range d.rules {
+			nd.rules[id] = g
+		}
+	}
+	nd.handled = append(nd.handled, rs.handled|unix.LANDLOCK_ACCESS_FS_REFER)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for id, access := range rs.rules {
+		old := nd.rules[id]
+		// A fresh slice: the old one is shared with d.
+		nd.rules[id] = append(append(make([]layerGrant, 0, len(old)+1), old...), layerGrant{n, access})
+	}
+	return nd, nil
+}
+
+// Layers is how many rulesets the domain stacks.
+func (d *LandlockDomain) Layers() int {
+	if d == nil {
+		return 0
+	}
+	return len(d.handled)
+}
+
+// layerRights holds, per layer, a set of rights: those still denied
+// while a walk looks for rules, or those a walk found allowed.
+type layerRights [LandlockMaxLayers]uint64
+
+// denied returns, per layer, the rights in want the layer handles.
+func (d *LandlockDomain) denied(want uint64) (m layerRights) {
+	for i, h := range d.handled {
+		m[i] = want & h
+	}
+	return m
+}
+
+// any reports whether some layer still has a right in m.
+func (m *layerRights) any() bool {
+	for _, r := range m {
+		if r != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// union returns the rights some layer has.
+func (m *layerRights) union() uint64 {
+	var u uint64
+	for _, r := range m {
+		u |= r
+	}
+	return u
+}
+
+// grant applies the rules on the file at d to m: each layer's rights
+// there leave its denied set.
+func (dom *LandlockDomain) grant(m *layerRights, d *Dentry) {
+	id, ok := d.landlockID()
+	if !ok {
+		return
+	}
+	for _, g := range dom.rules[id] {
+		m[g.layer] &^= g.access
+	}
+}
+
+// deniedAt returns, per layer, the rights of want that no rule on p's
+// path allows.
+func (dom *LandlockDomain) deniedAt(p Path, want uint64) layerRights {
+	m := dom.denied(want)
+	if !m.any() {
+		return m
+	}
+	for _, d := range landlockWalk(p) {
+		dom.grant(&m, d)
+		if !m.any() {
+			break
+		}
+	}
+	return m
+}
+
+// Check reports whether every layer allows want on the file at p: nil,
+// or EACCES. A file outside every file system (a pipe, a socket, a file
+// reached through a magic link with no name) passes, as Linux's internal
+// mounts do.
+func (dom *LandlockDomain) Check(p Path, want uint64) error {
+	if dom == nil {
+		return nil
+	}
+	if m := dom.deniedAt(p, want); m.any() {
+		return unix.EACCES
+	}
+	return nil
+}
+
+// landlockWalk returns the dentries whose rules apply to p, in Linux's
+// order: p, its parents up to its mount's root, then on from where that
+// mount is attached, whose own dentry the mount hides and which is
+// skipped, up to the root of the whole tree (a chroot does not stop the
+// walk). A directory moved out of a bind mount's tree reaches its file
+// system's root without passing the mount's: the walk goes on from the
+// mount's root, as Linux does since its erratum 3. Nothing for a file
+// outside every file system.
+func landlockWalk(p Path) []*Dentry {
+	if p.Dentry == nil || p.Mount == nil || p.Mount == anonMount {
+		return nil
+	}
+	renameMu.RLock()
+	defer renameMu.RUnlock()
+	out := make([]*Dentry, 0, 8)
+	m, d := p.Mount, p.Dentry
+	visible := true
+	for {
+		if visible {
+			out = append(out, d)
+		}
+		visible = true
+		switch {
+		case d == m.root:
+			if m.parent == nil {
+				return out
+			}
+			m, d = m.parent, m.point
+			visible = false
+		case d.parent == nil:
+			d = m.root
+		default:
+			d = d.parent
+		}
+	}
+}
+
+// landlockID returns the identity rules name the dentry's file by,
+// computed once: a dentry's inode never changes. The mount points the
+// sentry makes (MakeMountPoint) have none: they are all one fake inode.
+func (d *Dentry) landlockID() (FileID, bool) {
+	if id := d.llID.Load(); id != nil {
+		return id.id, id.ok
+	}
+	var id landlockIdent
+	switch d.inode.(type) {
+	case emptyDir, emptyFile:
+	default:
+		id.id, id.ok = inodeID(d.inode)
+	}
+	d.llID.Store(&id)
+	return id.id, id.ok
+}
+
+// landlockIdent is a dentry's identity for Landlock's rules, once known.
+type landlockIdent struct {
+	id FileID
+	ok bool // false: a file no rule can name
+}
+
+// LandlockOpen checks opening the file at p for want (READ_FILE or
+// READ_DIR, WRITE_FILE, EXECUTE): EACCES unless every layer allows each.
+// It also returns the rights an open file keeps for later calls
+// (TRUNCATE, for ftruncate) that the domain denies there.
+func (dom *LandlockDomain) LandlockOpen(p Path, want uint64) (deniedLater uint64, err error) {
+	if dom == nil {
+		return 0, nil
+	}
+	const later = unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	m := dom.deniedAt(p, want|later)
+	d := m.union()
+	if d&want != 0 {
+		return 0, unix.EACCES
+	}
+	return d & later, nil
+}
+
+// landlockMake is the right to make a file of mode's type in a directory.
+func landlockMake(mode uint32) uint64 {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return unix.LANDLOCK_ACCESS_FS_MAKE_DIR
+	case unix.S_IFLNK:
+		return unix.LANDLOCK_ACCESS_FS_MAKE_SYM
+	case unix.S_IFCHR:
+		return unix.LANDLOCK_ACCESS_FS_MAKE_CHAR
+	case unix.S_IFBLK:
+		return unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK
+	case unix.S_IFIFO:
+		return unix.LANDLOCK_ACCESS_FS_MAKE_FIFO
+	case unix.S_IFSOCK:
+		return unix.LANDLOCK_ACCESS_FS_MAKE_SOCK
+	}
+	return unix.LANDLOCK_ACCESS_FS_MAKE_REG // S_IFREG, and a mode of 0
+}
+
+// landlockRemove is the right to remove d, a file or directory, from
+// its directory (none for no file).
+func landlockRemove(d *Dentry) uint64 {
+	if d == nil {
+		return 0
+	}
+	return landlockRemoveRight(d.isDir)
+}
+
+// landlockRemoveRight is the right rmdir (dir) or unlink needs.
+func landlockRemoveRight(dir bool) uint64 {
+	if dir {
+		return unix.LANDLOCK_ACCESS_FS_REMOVE_DIR
+	}
+	return unix.LANDLOCK_ACCESS_FS_REMOVE_FILE
+}
+
+// parentDir is the directory holding p's file on p's mount, as Landlock
+// compares it with a link's new directory: p itself at the mount's root.
+func (p Path) parentDir() Path {
+	renameMu.RLock()
+	defer renameMu.RUnlock()
+	if p.Dentry == p.Mount.root || p.Dentry.parent == nil {
+		return p
+	}
+	return Path{p.Mount, p.Dentry.parent}
+}
