@@ -10,35 +10,35 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/moat-sandbox/moat/internal/control"
+	"github.com/moat-sandbox/moat/internal/confine"
 )
 
 // TestSentryAndGoferStartWithTheirDescriptorTablesSized: the sentry and
 // the gofer of a running container have descriptor tables larger than
-// control.TableFD from the start, so that the host files they come to
-// hold do not make them wait out a grace period per doubling
-// (cmd/moat/fdtable.go), and neither still holds the descriptor that
-// sized it.
+// confine.TableFD from the start, so that the host files they come to
+// hold do not make them wait out a grace period per doubling (capdrop
+// sized them: internal/confine/capdrop.go), and neither still holds the
+// descriptor that sized it.
 func TestSentryAndGoferStartWithTheirDescriptorTablesSized(t *testing.T) {
 	var lim unix.Rlimit
 	must(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &lim))
-	if lim.Cur <= control.TableFD+16 {
-		t.Skipf("RLIMIT_NOFILE %d is too low for moat to pass fd %d", lim.Cur, control.TableFD)
+	if lim.Cur <= confine.TableFD+16 {
+		t.Skipf("RLIMIT_NOFILE %d is too low for capdrop to take fd %d", lim.Cur, confine.TableFD)
 	}
 	e := newEnv(t)
 	sentry := e.runSleeper()
 	for what, pid := range map[string]int{"sentry": sentry, "gofer": goferOf(t, e.bundle)} {
 		size, err := strconv.Atoi(procStatus(t, pid)["FDSize"])
 		must(t, err)
-		if size <= control.TableFD {
-			t.Errorf("%s %d: FDSize %d; want more than %d", what, pid, size, control.TableFD)
+		if size <= confine.TableFD {
+			t.Errorf("%s %d: FDSize %d; want more than %d", what, pid, size, confine.TableFD)
 		}
-		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, control.TableFD))
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, confine.TableFD))
 		switch {
 		case err == nil:
-			t.Errorf("%s %d still holds fd %d (%s), which only sized its table", what, pid, control.TableFD, target)
+			t.Errorf("%s %d still holds fd %d (%s), which only sized its table", what, pid, confine.TableFD, target)
 		case !errors.Is(err, fs.ErrNotExist):
-			t.Errorf("%s %d: cannot tell whether it holds fd %d: %v", what, pid, control.TableFD, err)
+			t.Errorf("%s %d: cannot tell whether it holds fd %d: %v", what, pid, confine.TableFD, err)
 		}
 	}
 }

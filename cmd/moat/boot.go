@@ -28,7 +28,6 @@ func bootMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "moat boot: takes no arguments (it is started by moat create)")
 		return 2
 	}
-	releaseFDTableFD()
 	setupConn := os.NewFile(control.BootSetupFD, "setup")
 	var setup control.Setup
 	if err := json.NewDecoder(setupConn).Decode(&setup); err != nil {

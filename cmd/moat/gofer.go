@@ -24,7 +24,6 @@ import (
 // onwards. Each tree is served on its own socket, and so in a session of
 // its own: no request on one can name a file of another.
 func goferMain(args []string) int {
-	releaseFDTableFD()
 	a, err := parseGoferArgs(args)
 	var paths []string
 	if err == nil {

@@ -61,7 +61,6 @@ func planGofer(g *globalOptions, b *bundle.Bundle) (_ *goferSockets, err error) 
 		root, source := hostOrigin(m.Source)
 		gs.binds = append(gs.binds, control.Bind{Index: m.Index, HostRoot: root, HostSource: source})
 	}
-	reserveFDTable(gs.goferFDs, goferEnds[0])
 	privilegeArgs, keep := goferPrivilegeArgs(b.Spec.Process)
 	gs.args, gs.caps = append(gs.args, privilegeArgs...), keep
 	if mode := os.Getenv(hostCallsEnv); mode != "" {

@@ -167,7 +167,6 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		defer f.Close()
 		sentryFDs[control.NetFD(len(b.Binds), i)] = f
 	}
-	reserveFDTable(sentryFDs, gs.sentryEnds[0])
 	if sb.cgroup, err = makeCgroup(g, inner, b.Spec.Linux); err != nil {
 		return nil, err
 	}

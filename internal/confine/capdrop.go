@@ -20,12 +20,29 @@ import (
 const SetupCapabilities uint64 = 1<<unix.CAP_SYS_ADMIN | 1<<unix.CAP_DAC_READ_SEARCH | 1<<unix.CAP_DAC_OVERRIDE |
 	1<<unix.CAP_SETPCAP | 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID
 
+// TableFD is the descriptor capdrop sizes a confined process's descriptor
+// table to hold, before the process has a second thread. The kernel doubles
+// a table each time a descriptor beyond it is taken, and a process whose
+// table several threads share, as every Go process's is, waits out an RCU
+// grace period at each doubling (expand_fdtable's synchronize_rcu): 8 to
+// 25 ms apiece on the bench machine. The gofer holds a host descriptor for
+// every node it has walked (Debian's /etc, its libraries and /usr/bin make
+// 850), the sentry one for each image file the guest has read: their
+// tables crossed 64, 128, 256 and 512 while the guest waited, as much as
+// 55 ms for a container's first `moat exec`. A table of 8192 is 64 KiB of
+// kernel memory, which Linux never shrinks; one that holds more grows as
+// before. (Passing a descriptor at TableFD through exec.Cmd did the same
+// at 0.6 ms per child: its fork child closes each of the 4,000 numbers
+// below it that it does not pass.)
+const TableFD = 4095
+
 // ThroughCapdrop makes cmd, a re-execution of this binary that starts in a
 // new user namespace (SentryProcAttr, GoferProcAttr), start through
 // capdrop (capdrop/capdrop_amd64.S): a static program of a few hundred
 // bytes, run from a sealed memfd, that drops from its bounding set every
-// capability but keep, SetupCapabilities and cmd's ambient ones, on its
-// one thread, then executes this binary with cmd's arguments. A new user
+// capability but keep, SetupCapabilities and cmd's ambient ones, and sizes
+// its descriptor table (TableFD), on its one thread, then executes this
+// binary with cmd's arguments. A new user
 // namespace starts with a full bounding set, and Go cannot shrink it
 // before its runtime has started threads: DropPrivileges then had to drop
 // each capability on every thread, 41 stops of the world that cost 3-5 ms

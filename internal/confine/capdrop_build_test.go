@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/moat-sandbox/moat/internal/golit"
@@ -19,7 +20,7 @@ func TestCapdropELFUpToDate(t *testing.T) {
 	}
 	bin := filepath.Join(t.TempDir(), "capdrop")
 	out, err := exec.Command("gcc", "-nostdlib", "-static", "-Wl,--build-id=none", "-Wl,-n", "-s",
-		"-o", bin, "capdrop/capdrop_amd64.S").CombinedOutput()
+		"-DTABLE_FD="+strconv.Itoa(TableFD), "-o", bin, "capdrop/capdrop_amd64.S").CombinedOutput()
 	if err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}

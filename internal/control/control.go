@@ -50,14 +50,6 @@ const (
 	GoferBindFD0 = 4
 )
 
-// TableFD is where `moat boot` and `moat gofer` may find a duplicate of
-// one of their other descriptors, which `moat create` passes when
-// RLIMIT_NOFILE allows, and which each closes before anything else: it
-// only makes the kernel size their descriptor tables at fork
-// (cmd/moat/fdtable.go). No other descriptor reaches it: a bundle has far
-// fewer mounts and network interfaces.
-const TableFD = 4095
-
 // Bind is a bind mount of a host directory or file: its index in
 // Spec.Mounts, and where its source lies on the host, as the host's
 // mountinfo says and the guest's shows it (as Linux shows a bind mount):

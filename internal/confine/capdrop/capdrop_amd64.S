@@ -1,12 +1,16 @@
 /*
  * capdrop: the first program a confined moat process runs, in its new user
  * namespace, before moat itself. It drops from the bounding set every
- * capability not in KEEP, on its one thread, then executes the file open
- * at descriptor FD+1 (execveat, AT_EMPTY_PATH) with the arguments after
- * FD, closing FD (capdrop's own file) and FD+1 as it does. Go cannot: its
- * runtime has several threads before main, and the bounding set is per
- * thread, so each capability had to be dropped on every thread, a stop
- * of the world each (internal/confine/capdrop.go).
+ * capability not in KEEP, on its one thread, sizes the descriptor table to
+ * hold TABLE_FD (a duplicate there, closed at exec: a table grows cheaply
+ * only while one thread uses it, and keeps its size across execve), then
+ * executes the file open at descriptor FD+1 (execveat, AT_EMPTY_PATH) with
+ * the arguments after FD, closing FD (capdrop's own file) and FD+1 as it
+ * does. Go cannot: its runtime has several threads before main, and the
+ * bounding set is per thread, so each capability had to be dropped on
+ * every thread, a stop of the world each (internal/confine/capdrop.go).
+ *
+ * TABLE_FD comes from capdrop.go's TableFD as a -D definition.
  *
  *   argv: capdrop KEEP FD ARGV...
  *
@@ -20,6 +24,7 @@
 #define SYS_execveat 322
 #define PR_CAPBSET_DROP 24
 #define F_SETFD 2
+#define F_DUPFD_CLOEXEC 1030
 #define FD_CLOEXEC 1
 #define AT_EMPTY_PATH 0x1000
 #define EINVAL 22
@@ -61,6 +66,12 @@ next:
 	jmp	drop
 
 dropped:
+	/* Under an RLIMIT_NOFILE below TABLE_FD the table grows as it would. */
+	mov	$SYS_fcntl, %eax
+	mov	%rbp, %rdi
+	mov	$F_DUPFD_CLOEXEC, %esi
+	mov	$TABLE_FD, %edx
+	syscall
 	mov	%rbp, %rdi
 	call	cloexec
 	inc	%rbp			/* the program */
