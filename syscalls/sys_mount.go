@@ -63,6 +63,9 @@ func Mount(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if flags&unix.MS_NOUSER != 0 {
 		return 0, unix.EINVAL
 	}
+	if t.Landlocked() {
+		return 0, unix.EPERM
+	}
 	if !t.Capable(unix.CAP_SYS_ADMIN) {
 		return 0, unix.EPERM
 	}
@@ -157,6 +160,12 @@ func Umount2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
+	if t.Landlocked() {
+		if !vfs.IsMountRoot(p) {
+			return 0, unix.EINVAL // Linux checks the mount before asking Landlock
+		}
+		return 0, unix.EPERM
+	}
 	return 0, vfs.Detach(p, flags&unix.MNT_DETACH != 0)
 }
 
@@ -169,6 +178,9 @@ func PivotRoot(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	putOld, err := lookupAt(t, unix.AT_FDCWD, a.Ptr(1), true, 0)
 	if err != nil {
 		return 0, err
+	}
+	if t.Landlocked() {
+		return 0, unix.EPERM
 	}
 	return 0, t.PivotRoot(newRoot, putOld)
 }

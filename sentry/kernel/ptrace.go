@@ -132,8 +132,9 @@ func (t *Task) linkLocked(tracer *Task, seized bool, options uint32) {
 }
 
 // PtraceTraceme implements PTRACE_TRACEME: the task's parent becomes its
-// tracer. A task already traced, or whose parent is outside the sandbox
-// (init), gets EPERM.
+// tracer. A task already traced, whose parent is outside the sandbox
+// (init), or whose parent is under a Landlock domain its own was not made
+// on, gets EPERM.
 func (t *Task) PtraceTraceme() error {
 	k := t.k
 	k.treeMu.Lock()
@@ -146,6 +147,9 @@ func (t *Task) PtraceTraceme() error {
 	tracer := parent.creatorLocked(tg)
 	if tracer == nil {
 		return nil // the parent is exiting: Linux succeeds without a tracer
+	}
+	if !tracer.landlockDomain().Encloses(t.landlockDomain()) {
+		return unix.EPERM
 	}
 	tg.mu.Lock()
 	t.linkLocked(tracer, false, 0)

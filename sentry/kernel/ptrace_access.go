@@ -42,10 +42,15 @@ const PtraceScope = 1
 // the caller's ids (real or file-system ones, as mode says) must be the
 // target's real, effective and saved ids, and its gid likewise, and the
 // target must be dumpable; CAP_SYS_PTRACE overrides both. Attaching
-// (PtraceModeAttach) is further limited by the YAMA scope.
+// (PtraceModeAttach) is further limited by the YAMA scope. Whatever the
+// capabilities, a task under Landlock reaches only tasks in its domain or
+// one made on it.
 func (t *Task) MayPtrace(target *Task, mode PtraceMode) bool {
 	if target.tg == t.tg {
 		return true
+	}
+	if !t.landlockDomain().Encloses(target.landlockDomain()) {
+		return false
 	}
 	c := t.creds
 	c.Lock()

@@ -89,6 +89,8 @@ type LandlockDomain struct {
 	// even where a ruleset does not name it).
 	handled []uint64
 	rules   map[FileID][]layerGrant
+	// parent is the domain this one was made on (nil: the first layer).
+	parent *LandlockDomain
 }
 
 // layerGrant is the rights one layer allows on a file and beneath it.
@@ -108,7 +110,7 @@ func (d *LandlockDomain) Restrict(rs *LandlockRuleset) (*LandlockDomain, error) 
 	if n >= LandlockMaxLayers {
 		return nil, unix.E2BIG
 	}
-	nd := &LandlockDomain{handled: make([]uint64, n, n+1), rules: make(map[FileID][]layerGrant)}
+	nd := &LandlockDomain{handled: make([]uint64, n, n+1), rules: make(map[FileID][]layerGrant), parent: d}
 	if d != nil {
 		copy(nd.handled, d.handled)
 		for id, g := range d.rules {
@@ -132,6 +134,21 @@ func (d *LandlockDomain) Layers() int {
 		return 0
 	}
 	return len(d.handled)
+}
+
+// Encloses reports whether d is no domain, o itself, or a domain o was
+// made on: whether a task in d may ptrace one in o (Linux's
+// domain_scope_le). A task may not reach one less restricted than itself.
+func (d *LandlockDomain) Encloses(o *LandlockDomain) bool {
+	if d == nil {
+		return true
+	}
+	for ; o != nil; o = o.parent {
+		if o == d {
+			return true
+		}
+	}
+	return false
 }
 
 // layerRights holds, per layer, a set of rights: those still denied
