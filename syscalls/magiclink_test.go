@@ -18,7 +18,7 @@ import (
 func TestProcFDLinksReachTheFile(t *testing.T) {
 	s := kerneltest.New(t, NewTable())
 	s.Mkdir("/proc", 0o555)
-	s.Mount("/proc", procfs.New(s.Kernel), "proc", 0)
+	s.Mount("/proc", procfs.New(s.Kernel, s.Kernel.RootPIDNamespace()), "proc", 0)
 	st := s.Run(func(g *fake.Guest) {
 		fds := g.Alloc(8)
 		g.Call(unix.SYS_PIPE2, fds, 0)

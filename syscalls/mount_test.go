@@ -42,7 +42,7 @@ func readGuestFile(t *testing.T, g *fake.Guest, path string) string {
 func TestAMountInANewMountNamespaceIsSeenThereAlone(t *testing.T) {
 	s := kerneltest.New(t, NewTable())
 	s.Mkdir("/proc", 0o555)
-	s.Mount("/proc", procfs.New(s.Kernel), "proc", 0)
+	s.Mount("/proc", procfs.New(s.Kernel, s.Kernel.RootPIDNamespace()), "proc", 0)
 	s.Mkdir("/mnt", 0o755)
 	runIn(t, s, func(g *fake.Guest) {
 		r, w := guestPipe(t, g, 0)

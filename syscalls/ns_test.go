@@ -46,7 +46,7 @@ func sethostname(g *fake.Guest, name string) unix.Errno {
 func TestAHostnameSetInANewUTSNamespaceIsThatNamespacesAlone(t *testing.T) {
 	s := kerneltest.New(t, NewTable())
 	s.Mkdir("/proc", 0o555)
-	s.Mount("/proc", procfs.New(s.Kernel), "proc", 0)
+	s.Mount("/proc", procfs.New(s.Kernel, s.Kernel.RootPIDNamespace()), "proc", 0)
 	runIn(t, s, func(g *fake.Guest) {
 		outer := guestReadlink(g, "/proc/self/ns/uts")
 		r, w := guestPipe(t, g, 0)   // the child has set its name
@@ -168,7 +168,7 @@ func noChildProgram(t *testing.T) fake.Program {
 func TestTheSandboxsSingleNamespacesShowAndJoiningThemChangesNothing(t *testing.T) {
 	s := kerneltest.New(t, NewTable())
 	s.Mkdir("/proc", 0o555)
-	s.Mount("/proc", procfs.New(s.Kernel), "proc", 0)
+	s.Mount("/proc", procfs.New(s.Kernel, s.Kernel.RootPIDNamespace()), "proc", 0)
 	runIn(t, s, func(g *fake.Guest) {
 		for _, c := range [][2]string{{"net", "net:["}, {"pid_for_children", "pid:["}, {"user", "user:["}, {"cgroup", "cgroup:["}} {
 			if got := guestReadlink(g, "/proc/self/ns/"+c[0]); len(got) < len(c[1]) || got[:len(c[1])] != c[1] {

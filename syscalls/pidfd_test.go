@@ -178,7 +178,7 @@ func TestClonePidfdWritesThePidfdWhereTheParentTidWouldGo(t *testing.T) {
 func TestPidfdSendSignalTakesAProcPidDirectoryForItsProcessAndNoOtherProcFile(t *testing.T) {
 	s := kerneltest.New(t, NewTable())
 	s.Mkdir("/proc", 0o555)
-	s.Mount("/proc", procfs.New(s.Kernel), "proc", 0)
+	s.Mount("/proc", procfs.New(s.Kernel, s.Kernel.RootPIDNamespace()), "proc", 0)
 	st := s.Run(func(g *fake.Guest) {
 		pid, _ := blockedChild(t, g, 0)
 		open := func(path string, flags int) uintptr {

@@ -25,7 +25,7 @@ func Getpgid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	return uintptr(tg.PGIDOf()), nil
+	return uintptr(tg.PGIDIn(t.PIDNamespace())), nil
 }
 
 // Getsid implements Linux syscall getsid(2).
@@ -34,7 +34,7 @@ func Getsid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	return uintptr(tg.SIDOf()), nil
+	return uintptr(tg.SIDIn(t.PIDNamespace())), nil
 }
 
 // processArg is the process a pid argument names: 0 is the caller's.
@@ -42,7 +42,7 @@ func processArg(t *kernel.Task, pid int32) (*kernel.ThreadGroup, error) {
 	if pid == 0 {
 		return t.ThreadGroup(), nil
 	}
-	tg := t.Kernel().ThreadGroupByPID(pid)
+	tg := t.LookupProcess(pid)
 	if tg == nil {
 		return nil, unix.ESRCH
 	}
@@ -240,7 +240,7 @@ func Capget(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	target := t
 	if h.Pid != 0 && h.Pid != t.TID() {
-		if target = t.Kernel().TaskByTID(h.Pid); target == nil {
+		if target = t.LookupTask(h.Pid); target == nil {
 			return 0, unix.ESRCH
 		}
 	}

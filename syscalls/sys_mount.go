@@ -125,7 +125,7 @@ func newMountFS(t *kernel.Task, fstype, data string) (*vfs.Dentry, string, error
 		}
 		return tmpfs.New(t.Kernel().MemFile, o), data, nil
 	case "proc":
-		return procfs.New(t.Kernel()), "", nil
+		return procfs.New(t.Kernel(), t.PIDNamespace()), "", nil
 	case "sysfs":
 		return sysfs.New(t.Kernel().NumCPUs()), "", nil
 	case "cgroup2":

@@ -46,11 +46,16 @@ func Setns(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 				return 0, unix.EINVAL
 			}
 			return 0, t.SetNS(nil, ns)
+		case *kernel.PIDNamespace:
+			if nstype != 0 && nstype != unix.CLONE_NEWPID {
+				return 0, unix.EINVAL
+			}
+			return 0, t.SetPIDNamespace(ns)
 		case nsfs.Single:
 			// The caller's already: joining it changes nothing, after
 			// the checks (its own user namespace cannot be joined).
 			want := map[string]uint64{"cgroup": unix.CLONE_NEWCGROUP, "net": unix.CLONE_NEWNET,
-				"pid": unix.CLONE_NEWPID, "time": unix.CLONE_NEWTIME, "user": unix.CLONE_NEWUSER}[ns.Kind]
+				"time": unix.CLONE_NEWTIME, "user": unix.CLONE_NEWUSER}[ns.Kind]
 			if (nstype != 0 && nstype != want) || ns.Kind == "user" {
 				return 0, unix.EINVAL
 			}
@@ -65,8 +70,9 @@ func Setns(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		const kinds = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWPID |
 			unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME | unix.CLONE_NEWUSER
 		// The caller's own user namespace cannot be joined (EINVAL);
-		// the other kinds but UTS and IPC the sandbox has one of, the
-		// caller's already.
+		// the other kinds but UTS, IPC and pid the sandbox has one of,
+		// the caller's already. The pid namespace is the process's own,
+		// which must be the caller's or nested in it.
 		if nstype == 0 || nstype&^kinds != 0 || nstype&unix.CLONE_NEWUSER != 0 {
 			return 0, unix.EINVAL
 		}
@@ -75,13 +81,20 @@ func Setns(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			return 0, unix.ESRCH
 		}
 		uts, ipcns := leader.Namespaces()
+		pidns := leader.PIDNamespace()
+		if nstype&unix.CLONE_NEWPID != 0 && !t.PIDNamespace().IsAncestorOf(pidns) {
+			return 0, unix.EINVAL
+		}
 		if nstype&unix.CLONE_NEWUTS == 0 {
 			uts = nil
 		}
 		if nstype&unix.CLONE_NEWIPC == 0 {
 			ipcns = nil
 		}
-		return 0, t.SetNS(uts, ipcns)
+		if err := t.SetNS(uts, ipcns); err != nil || nstype&unix.CLONE_NEWPID == 0 {
+			return 0, err
+		}
+		return 0, t.SetPIDNamespace(pidns)
 	}
 	return 0, unix.EINVAL
 }

@@ -91,11 +91,12 @@ func PidfdSendSignal(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		// Only the kernel may claim a kernel origin, and a task may
 		// forge one only to itself (Linux compares the target's pid
 		// with the calling thread's).
-		if (info.Code >= 0 || info.Code == linuxabi.SI_TKILL) && t.TID() != tg.PID() {
+		if (info.Code >= 0 || info.Code == linuxabi.SI_TKILL) && t.RootTID() != tg.PID() {
 			return 0, unix.EPERM
 		}
 	} else {
 		info = senderInfo(t, sig, linuxabi.SI_USER)
+		setSenderPID(t, &info, tg)
 	}
 	switch {
 	case tg.Reaped():
@@ -105,7 +106,7 @@ func PidfdSendSignal(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	case !t.CanSignal(tg):
 		return 0, unix.EPERM
 	}
-	if sig != 0 && !protectedInit(tg, sig) {
+	if sig != 0 && !tg.UnkillableBy(t, sig) {
 		tg.SendSignal(info)
 	}
 	return 0, nil

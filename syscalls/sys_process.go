@@ -71,7 +71,7 @@ func SetRobustList(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 func GetRobustList(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	target := t
 	if tid := a.Int(0); tid != 0 && tid != t.TID() {
-		if target = t.Kernel().TaskByTID(tid); target == nil {
+		if target = t.LookupTask(tid); target == nil {
 			return 0, unix.ESRCH
 		}
 		if !t.CanSignal(target.ThreadGroup()) {

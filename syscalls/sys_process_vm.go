@@ -170,7 +170,7 @@ func ProcessMadvise(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if leader == nil || tg.Ended() {
 		return 0, unix.ESRCH
 	}
-	m, err := t.MemoryOf(leader.TID(), kernel.PtraceReadFSCreds)
+	m, err := t.MemoryOf(t.SeenID(leader.RootTID()), kernel.PtraceReadFSCreds)
 	if err != nil {
 		return 0, err
 	}

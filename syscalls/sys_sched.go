@@ -24,7 +24,7 @@ func schedTarget(t *kernel.Task, pid int32) (*kernel.Task, error) {
 	if pid == 0 {
 		return t, nil
 	}
-	if target := t.Kernel().TaskByTID(pid); target != nil {
+	if target := t.LookupTask(pid); target != nil {
 		return target, nil
 	}
 	return nil, unix.ESRCH
@@ -41,11 +41,12 @@ func priorityTargets(t *kernel.Task, which int, who int32) ([]*kernel.Task, erro
 		}
 		return []*kernel.Task{target}, nil
 	case unix.PRIO_PGRP:
-		if who == 0 {
-			who = t.PGID()
+		pgid := t.RootPGID()
+		if who != 0 {
+			pgid = t.RootID(who)
 		}
 		var out []*kernel.Task
-		for _, tg := range k.ProcessGroup(who) {
+		for _, tg := range k.ProcessGroup(pgid) {
 			out = append(out, tg.Tasks()...)
 		}
 		return out, nil
@@ -55,7 +56,7 @@ func priorityTargets(t *kernel.Task, which int, who int32) ([]*kernel.Task, erro
 			uid = t.IDs().UID
 		}
 		var out []*kernel.Task
-		for _, tg := range k.ThreadGroups() {
+		for _, tg := range k.ThreadGroupsIn(t.PIDNamespace()) {
 			for _, x := range tg.Tasks() {
 				if x.IDs().UID == uid {
 					out = append(out, x)

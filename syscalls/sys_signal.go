@@ -185,21 +185,25 @@ func Kill(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	var targets []*kernel.ThreadGroup
 	switch {
 	case pid > 0:
-		tg := t.Kernel().ThreadGroupByPID(pid)
+		tg := t.LookupProcess(pid)
 		if tg == nil {
 			return 0, unix.ESRCH
 		}
 		targets = []*kernel.ThreadGroup{tg}
 	case pid == 0:
-		targets = t.Kernel().ProcessGroup(t.PGID())
+		targets = t.Kernel().ProcessGroup(t.RootPGID())
 	case pid == -1:
-		for _, tg := range t.Kernel().ThreadGroups() {
-			if !tg.IsInit() && tg != t.ThreadGroup() {
+		// Every process the caller sees but its namespace's init (pid 1
+		// there) and itself.
+		for _, tg := range t.Kernel().ThreadGroupsIn(t.PIDNamespace()) {
+			if t.SeenID(tg.PID()) > 1 && tg != t.ThreadGroup() {
 				targets = append(targets, tg)
 			}
 		}
 	default:
-		targets = t.Kernel().ProcessGroup(-pid)
+		if pgid := t.RootID(-pid); pgid != 0 {
+			targets = t.Kernel().ProcessGroup(pgid)
+		}
 	}
 	if len(targets) == 0 {
 		return 0, unix.ESRCH
@@ -210,7 +214,8 @@ func Kill(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			continue
 		}
 		sent++
-		if sig != 0 && !protectedInit(tg, sig) {
+		if sig != 0 && !tg.UnkillableBy(t, sig) {
+			setSenderPID(t, &info, tg)
 			tg.SendSignal(info)
 		}
 	}
@@ -219,10 +224,6 @@ func Kill(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	return 0, nil
 }
-
-// protectedInit: a process in the sandbox cannot kill or stop init, which
-// only takes signals it has handlers for (Linux's SIGNAL_UNKILLABLE).
-func protectedInit(tg *kernel.ThreadGroup, sig int) bool { return tg.Unkillable(sig) }
 
 // senderInfo is the siginfo of a signal sent by t.
 func senderInfo(t *kernel.Task, sig int, code int32) kernel.SigInfo {
@@ -233,6 +234,12 @@ func senderInfo(t *kernel.Task, sig int, code int32) kernel.SigInfo {
 	c.Unlock()
 	info.SetSender(t.PID(), uid)
 	return info
+}
+
+// setSenderPID makes info's sender pid the one a task of tg sees of t: 0
+// where t is outside tg's pid namespace.
+func setSenderPID(t *kernel.Task, info *kernel.SigInfo, tg *kernel.ThreadGroup) {
+	info.SetSender(t.PIDSeenBy(tg), info.UID())
 }
 
 // Tkill implements Linux syscall tkill(2).
@@ -252,15 +259,17 @@ func threadKill(t *kernel.Task, tgid, tid int32, sig int) error {
 	if tid <= 0 || (sig != 0 && !kernel.ValidSignal(sig)) {
 		return unix.EINVAL
 	}
-	target := t.Kernel().TaskByTID(tid)
-	if target == nil || (tgid != 0 && target.PID() != tgid) {
+	target := t.LookupTask(tid)
+	if target == nil || (tgid != 0 && t.SeenID(target.ThreadGroup().PID()) != tgid) {
 		return unix.ESRCH
 	}
 	if !t.CanSignal(target.ThreadGroup()) {
 		return unix.EPERM
 	}
-	if sig != 0 && !protectedInit(target.ThreadGroup(), sig) {
-		target.SendSignal(senderInfo(t, sig, linuxabi.SI_TKILL))
+	if sig != 0 && !target.ThreadGroup().UnkillableBy(t, sig) {
+		info := senderInfo(t, sig, linuxabi.SI_TKILL)
+		setSenderPID(t, &info, target.ThreadGroup())
+		target.SendSignal(info)
 	}
 	return nil
 }
@@ -295,7 +304,7 @@ func sigqueue(t *kernel.Task, tgid, tid int32, sig int, infoAddr uintptr) error 
 	if (info.Code >= 0 || info.Code == linuxabi.SI_TKILL) && target != t.TID() {
 		return unix.EPERM
 	}
-	tg := t.Kernel().ThreadGroupByPID(tgid)
+	tg := t.LookupProcess(tgid)
 	if tg == nil {
 		return unix.ESRCH
 	}
@@ -304,16 +313,16 @@ func sigqueue(t *kernel.Task, tgid, tid int32, sig int, infoAddr uintptr) error 
 		return unix.EPERM
 	}
 	if tid != 0 {
-		target := t.Kernel().TaskByTID(tid)
+		target := t.LookupTask(tid)
 		if target == nil || target.ThreadGroup() != tg {
 			return unix.ESRCH
 		}
-		if !protectedInit(tg, sig) {
+		if !tg.UnkillableBy(t, sig) {
 			target.SendSignal(info)
 		}
 		return nil
 	}
-	if !protectedInit(tg, sig) {
+	if !tg.UnkillableBy(t, sig) {
 		tg.SendSignal(info)
 	}
 	return nil

@@ -75,7 +75,7 @@ func Waitid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		if err != nil {
 			return 0, err
 		}
-		o.Pid, o.Process = tg.PID(), tg
+		o.Process = tg
 		// Through a PIDFD_NONBLOCK pidfd a child still running is
 		// EAGAIN, unless WNOHANG asked for an empty answer.
 		nonblock := f.Flags()&pidfdNonblock != 0 && !o.NoHang

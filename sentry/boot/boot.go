@@ -263,7 +263,7 @@ func buildTree(setup *control.Setup, c *gofer.Client, binds []*gofer.Client, mf 
 			}
 		case m.Type == "proc":
 			flags, _ := mountFlags(m.Options)
-			if err := mountAt(root, m.Destination, procfs.New(k), "proc", flags, m.Source, ""); err != nil {
+			if err := mountAt(root, m.Destination, procfs.New(k, k.RootPIDNamespace()), "proc", flags, m.Source, ""); err != nil {
 				return vfs.Path{}, err
 			}
 		default:

@@ -146,7 +146,7 @@ func pathRulesSandbox(t *testing.T) *kerneltest.Sandbox {
 	if err := mountFS(s.Root, specs.Mount{Destination: "/sys", Type: "sysfs", Options: []string{"ro"}}, s.MemFile, s.Kernel, nil, (&logged{}).log); err != nil {
 		t.Fatal(err)
 	}
-	if err := mountAt(s.Root, "/proc", procfs.New(s.Kernel), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "proc", ""); err != nil {
+	if err := mountAt(s.Root, "/proc", procfs.New(s.Kernel, s.Kernel.RootPIDNamespace()), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "proc", ""); err != nil {
 		t.Fatal(err)
 	}
 	linux := &specs.Linux{

@@ -239,7 +239,7 @@ func (t *Task) coreNotes(info *SigInfo) []byte {
 	pr := elfPrstatus{
 		Signo: info.Signo, Code: info.Code, Errno: info.Errno, Cursig: int16(info.Signo),
 		Sigpend: t.pending.mask | t.tg.pending.mask, Sighold: t.SigMask(),
-		Pid: t.tid, Ppid: t.PPID(), Pgrp: t.tg.PGIDOf(), Sid: t.tg.SIDOf(),
+		Pid: t.vtid, Ppid: t.PPID(), Pgrp: t.PGID(), Sid: t.SID(),
 		Utime: timeval(user), Stime: timeval(sys), Reg: regs, Fpvalid: 1,
 	}
 	coreNote(&b, "CORE", unix.NT_PRSTATUS, structBytes(&pr))
@@ -248,8 +248,8 @@ func (t *Task) coreNotes(info *SigInfo) []byte {
 	c.Lock()
 	uid, gid := c.UID, c.GID
 	c.Unlock()
-	ps := elfPrpsinfo{State: 0, Sname: 'R', Uid: uid, Gid: gid, Pid: t.tg.pid, Ppid: t.PPID(),
-		Pgrp: t.tg.PGIDOf(), Sid: t.tg.SIDOf()}
+	ps := elfPrpsinfo{State: 0, Sname: 'R', Uid: uid, Gid: gid, Pid: t.tg.vpid, Ppid: t.PPID(),
+		Pgrp: t.PGID(), Sid: t.SID()}
 	copy(ps.Fname[:len(ps.Fname)-1], t.Comm())
 	if args, err := t.coreArgs(); err == nil {
 		copy(ps.Psargs[:len(ps.Psargs)-1], args)

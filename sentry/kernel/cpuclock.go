@@ -168,7 +168,7 @@ func (t *Task) resolveCPUClock(id int32, gettime bool) (cpuClock, error) {
 		return cpuClock{tg: t.tg, virt: virt}, nil
 	}
 	// A process until it is reaped: a zombie's clock reads its total.
-	tg := t.k.ThreadGroupByPID(pid)
+	tg := t.LookupProcess(pid)
 	if tg == nil {
 		return cpuClock{}, unix.EINVAL
 	}

@@ -333,12 +333,12 @@ func (t *Task) exitRobustList() {
 	handle := func(entry uint64) {
 		addr := uintptr(int64(entry) + offset)
 		old, err := t.mm.UpdateU32(addr, func(v uint32) (uint32, bool) {
-			if v&linuxabi.FUTEX_TID_MASK != uint32(t.tid) {
+			if v&linuxabi.FUTEX_TID_MASK != uint32(t.vtid) {
 				return v, false
 			}
 			return v&linuxabi.FUTEX_WAITERS | linuxabi.FUTEX_OWNER_DIED, true
 		})
-		if err == nil && old&linuxabi.FUTEX_TID_MASK == uint32(t.tid) && old&linuxabi.FUTEX_WAITERS != 0 {
+		if err == nil && old&linuxabi.FUTEX_TID_MASK == uint32(t.vtid) && old&linuxabi.FUTEX_WAITERS != 0 {
 			t.FutexWake(addr, 1, linuxabi.FUTEX_BITSET_MATCH_ANY, false)
 		}
 	}

@@ -84,7 +84,7 @@ func (k *Kernel) CreateInit(s InitSpec) error {
 	tg.pgid, tg.sid = 1, 1
 	k.registerLocked(tg, s.Console)
 	k.nextTID = 2
-	k.init = tg
+	k.init, k.rootPIDNS.init = tg, tg
 	k.initPlainSignals = s.PlainSignals
 	k.treeMu.Unlock()
 	return nil
@@ -190,6 +190,7 @@ func (k *Kernel) buildProcess(s InitSpec) (*ThreadGroup, *Task, error) {
 // group, with console as its controlling terminal when there is one.
 func (k *Kernel) registerLocked(tg *ThreadGroup, console *TTY) {
 	t := tg.tasks[0]
+	tg.vpid, t.vtid = tg.pid, t.tid
 	tg.pgid, tg.sid = tg.pid, tg.pid
 	if console != nil {
 		console.sid, console.fg = tg.pid, tg.pid

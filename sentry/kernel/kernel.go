@@ -66,6 +66,9 @@ type Kernel struct {
 	nproc   map[uint32]int         // living tasks and unreaped zombies by real uid (RLIMIT_NPROC)
 	tgs     map[int32]*ThreadGroup // processes by pid, zombies included
 	init    *ThreadGroup
+	// rootPIDNS is the sandbox's pid namespace, in which tasks and tgs
+	// are keyed (ns_pid.go).
+	rootPIDNS *PIDNamespace
 	// initPlainSignals is init's InitSpec.PlainSignals, set before any
 	// task runs.
 	initPlainSignals bool
@@ -122,6 +125,7 @@ func New(c Config) (*Kernel, error) {
 	if k.vdso, err = k.newVDSO(); err != nil {
 		return nil, err
 	}
+	k.rootPIDNS = newRootPIDNamespace()
 	k.ipcns = k.newRootIPC()
 	k.utsns = newUTSNamespace(c.Hostname, defaultDomain)
 	k.sbLimits.wake = make(chan struct{}, 1)

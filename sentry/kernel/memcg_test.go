@@ -23,7 +23,7 @@ func limitedSandbox(t *testing.T, l kernel.SandboxLimits) *kerneltest.Sandbox {
 	t.Helper()
 	s := kerneltest.NewWithOwnMemory(t, syscalls.NewTable())
 	s.Mkdir("/proc", 0o555)
-	s.Mount("/proc", procfs.New(s.Kernel), "proc", 0)
+	s.Mount("/proc", procfs.New(s.Kernel, s.Kernel.RootPIDNamespace()), "proc", 0)
 	s.Kernel.SetSandboxLimits(l)
 	return s
 }

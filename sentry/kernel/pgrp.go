@@ -33,6 +33,19 @@ func (t *Task) Setpgid(pid, pgid int32) error {
 	k.treeMu.Lock()
 	defer k.treeMu.Unlock()
 	self := t.tg
+	// The caller's ids, as the kernel keys them (ns_pid.go): a pid not in
+	// its namespace is no process of it, a group not there none it may
+	// join.
+	if pid != 0 {
+		if pid = self.pidns.rootOf(pid); pid == 0 {
+			return unix.ESRCH
+		}
+	}
+	if pgid != 0 {
+		if pgid = self.pidns.rootOf(pgid); pgid == 0 {
+			return unix.EPERM
+		}
+	}
 	target := self
 	if pid != 0 && pid != self.pid {
 		target = k.tgs[pid]
@@ -83,30 +96,30 @@ func (t *Task) Setsid() (int32, error) {
 	}
 	// A new session starts with no controlling terminal.
 	tg.sid, tg.pgid, tg.tty = tg.pid, tg.pid, nil
-	return tg.pid, nil
+	return tg.vpid, nil
 }
 
-// PGIDOf and SIDOf return another process's group and session (getpgid,
-// getsid).
-func (tg *ThreadGroup) PGIDOf() int32 {
+// PGIDIn and SIDIn return a process's group and session (getpgid,
+// getsid) as pid namespace ns sees them: 0 for one outside it.
+func (tg *ThreadGroup) PGIDIn(ns *PIDNamespace) int32 {
 	tg.k.treeMu.Lock()
 	defer tg.k.treeMu.Unlock()
-	return tg.pgid
+	return ns.idOf(tg.pgid)
 }
 
-// SIDOf returns the process's session.
-func (tg *ThreadGroup) SIDOf() int32 {
+// SIDIn returns the process's session as ns sees it.
+func (tg *ThreadGroup) SIDIn(ns *PIDNamespace) int32 {
 	tg.k.treeMu.Lock()
 	defer tg.k.treeMu.Unlock()
-	return tg.sid
+	return ns.idOf(tg.sid)
 }
-
-// IsInit reports whether tg is the sandbox's init.
-func (tg *ThreadGroup) IsInit() bool { return tg == tg.k.init }
 
 // signalImmune reports whether tg is an init that ignores the signals it
-// has no handler for (unless InitSpec.PlainSignals said otherwise).
-func (tg *ThreadGroup) signalImmune() bool { return tg == tg.k.init && !tg.k.initPlainSignals }
+// has no handler for: the sandbox's (unless InitSpec.PlainSignals said
+// otherwise) or a nested pid namespace's (ns_pid_init.go).
+func (tg *ThreadGroup) signalImmune() bool {
+	return (tg == tg.k.init && !tg.k.initPlainSignals) || tg.NamespaceInit()
+}
 
 // Unkillable reports whether sig, sent from inside the sandbox, cannot
 // reach tg: init takes SIGKILL and SIGSTOP only from outside (Linux's

@@ -21,6 +21,7 @@ func (t *Task) PidfdTarget(pid int32) (*ThreadGroup, error) {
 	k := t.k
 	k.treeMu.Lock()
 	defer k.treeMu.Unlock()
+	pid = t.tg.pidns.rootOf(pid)
 	if tg := k.tgs[pid]; tg != nil {
 		return tg, nil
 	}

@@ -108,7 +108,7 @@ func (t *Task) realUID() uint32 {
 // the task as sender.
 func (t *Task) selfNotifyInfo(sig, code int32) *SigInfo {
 	info := &SigInfo{Signo: sig, Code: code}
-	info.SetSender(t.tid, t.realUID())
+	info.SetSender(t.vtid, t.realUID()) // the tracee's own view: it is the receiver
 	return info
 }
 

@@ -24,6 +24,7 @@ func (tg *ThreadGroup) findPtraceWaitableLocked(o WaitOptions) (res WaitResult, 
 					continue // a leader is reported once its process has ended
 				}
 				res = tr.tracedExitResultLocked()
+				res.Pid = w.tg.pidns.idOf(res.Pid) // before the reap frees it
 				if !o.NoWait {
 					tr.reapTracedLocked()
 				}
@@ -162,6 +163,7 @@ func (t *Task) releaseTracedZombieLocked(tracer *Task) {
 	t.pt.exited = false
 	if t.k.ptraceZombies[t.tid] == t {
 		delete(t.k.ptraceZombies, t.tid)
+		t.k.releaseIDLocked(t.tg.pidns, t.tid)
 	}
 	tg := t.tg
 	if tg.pt.zombie != t {
@@ -220,6 +222,7 @@ func (k *Kernel) dropTracedZombieLocked(tid int32) {
 	}
 	z.pt.exited = false
 	delete(k.ptraceZombies, tid)
+	k.releaseIDLocked(z.tg.pidns, tid)
 }
 
 // tidHeldLocked reports whether tid belongs to a traced task that has

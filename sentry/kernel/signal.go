@@ -130,6 +130,9 @@ func (s *SigInfo) SetSender(pid int32, uid uint32) {
 	binary.LittleEndian.PutUint32(s.Fields[4:], uid)
 }
 
+// UID returns the sender's uid field.
+func (s *SigInfo) UID() uint32 { return binary.LittleEndian.Uint32(s.Fields[4:]) }
+
 // SetValue records sigqueue's value, after the sender.
 func (s *SigInfo) SetValue(v uint64) { binary.LittleEndian.PutUint64(s.Fields[8:], v) }
 

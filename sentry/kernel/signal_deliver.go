@@ -60,6 +60,10 @@ func (tg *ThreadGroup) notifyParent(code int32, status int) {
 	k := tg.k
 	k.treeMu.Lock()
 	parent := tg.parent
+	var seen int32 // the child's pid as the parent sees it
+	if parent != nil {
+		seen = tg.pidIn(parent.pidns)
+	}
 	k.treeMu.Unlock()
 	if parent == nil {
 		return
@@ -72,7 +76,7 @@ func (tg *ThreadGroup) notifyParent(code int32, status int) {
 	}
 	if parent.Action(int(unix.SIGCHLD)).Flags&linuxabi.SA_NOCLDSTOP == 0 {
 		info := SigInfo{Signo: int32(unix.SIGCHLD), Code: code}
-		info.SetChild(tg.pid, tg.uid(), int32(status))
+		info.SetChild(seen, tg.uid(), int32(status))
 		parent.SendSignal(info)
 	}
 	parent.childEvents.broadcast()

@@ -64,7 +64,9 @@ func (tg *ThreadGroup) ignoredLocked(sig int) bool {
 	case act.Handler != linuxabi.SIG_DFL:
 		return false
 	case defaultActionOf(sig) == actIgnore:
-	case tg.signalImmune() && sig != int(unix.SIGKILL):
+	// A SIGSTOP that reaches a nested namespace's init was sent from an
+	// ancestor namespace, which forces it (UnkillableBy).
+	case tg.signalImmune() && sig != int(unix.SIGKILL) && (sig != int(unix.SIGSTOP) || !tg.NamespaceInit()):
 	default:
 		return false
 	}

@@ -161,7 +161,7 @@ func TestDefaultActionsAreSignal7s(t *testing.T) {
 // testProcess is a process of a kernel with no platform, holding tasks
 // that never run: enough for the signal bookkeeping.
 func testProcess(tasks int) (*ThreadGroup, []*Task) {
-	k := &Kernel{}
+	k := &Kernel{rootPIDNS: newRootPIDNamespace()}
 	tg := newThreadGroup(k, 2, &SigHand{})
 	for i := 0; i < tasks; i++ {
 		tg.tasks = append(tg.tasks, newTask(k, tg))

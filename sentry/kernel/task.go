@@ -16,12 +16,17 @@ import (
 
 // Task is one guest thread.
 type Task struct {
-	k    *Kernel
-	tid  int32
-	tg   *ThreadGroup
-	regs arch.Registers
-	args arch.SyscallArgs // the current call's, here so that no call allocates them
-	ctx  platform.Context
+	k   *Kernel
+	tid int32 // in the sandbox's pid namespace: the kernel's key for it
+	// vtid is the thread id in the task's own pid namespace (gettid);
+	// childPIDNS the namespace its children are made in, its own unless
+	// unshare or setns changed it (under tg.mu; ns_pid.go).
+	vtid       int32
+	childPIDNS *PIDNamespace
+	tg         *ThreadGroup
+	regs       arch.Registers
+	args       arch.SyscallArgs // the current call's, here so that no call allocates them
+	ctx        platform.Context
 
 	mm    *mm.MemoryManager
 	exe   vfs.Path // the program's file, for /proc/<pid>/exe (tg.mu, as comm)
@@ -83,34 +88,52 @@ type Task struct {
 
 // newTask returns a task of tg, not yet registered or running.
 func newTask(k *Kernel, tg *ThreadGroup) *Task {
-	return &Task{k: k, tg: tg, interrupt: make(chan struct{}, 1), started: time.Now(), ipcns: k.ipcns, utsns: k.utsns,
+	return &Task{k: k, tg: tg, childPIDNS: k.rootPIDNS, interrupt: make(chan struct{}, 1), started: time.Now(), ipcns: k.ipcns, utsns: k.utsns,
 		prctl: Prctl{Dumpable: 1, TimerSlack: linuxabi.DEFAULT_TIMER_SLACK_NS, DefaultTimerSlack: linuxabi.DEFAULT_TIMER_SLACK_NS}, altStack: AltStack{Flags: linuxabi.SS_DISABLE}}
 }
 
 // Kernel returns the task's kernel.
 func (t *Task) Kernel() *Kernel { return t.k }
 
-// TID is the task's thread id; PID its process id (the thread group's).
-func (t *Task) TID() int32 { return t.tid }
-func (t *Task) PID() int32 { return t.tg.pid }
+// TID is the task's thread id; PID its process id (the thread group's),
+// both as the task sees them, in its own pid namespace.
+func (t *Task) TID() int32 { return t.vtid }
+func (t *Task) PID() int32 { return t.tg.vpid }
 
-// PPID is the parent process's id: 0 for init, as on Linux.
+// RootTID is the task's thread id in the sandbox's pid namespace.
+func (t *Task) RootTID() int32 { return t.tid }
+
+// PPID is the parent process's id as the task sees it: 0 for init, and
+// for a parent outside the task's pid namespace, as on Linux.
 func (t *Task) PPID() int32 {
 	t.k.treeMu.Lock()
 	defer t.k.treeMu.Unlock()
 	if t.tg.parent == nil {
 		return 0
 	}
-	return t.tg.parent.pid
+	return t.tg.parent.pidIn(t.tg.pidns)
 }
 
-// PGID and SID are the process group and session.
+// PGID and SID are the process group and session as the task sees them.
 func (t *Task) PGID() int32 {
+	t.k.treeMu.Lock()
+	defer t.k.treeMu.Unlock()
+	return t.tg.pidns.idOf(t.tg.pgid)
+}
+func (t *Task) SID() int32 {
+	t.k.treeMu.Lock()
+	defer t.k.treeMu.Unlock()
+	return t.tg.pidns.idOf(t.tg.sid)
+}
+
+// RootPGID and RootSID are the task's process group and session as the
+// sandbox's pid namespace numbers them.
+func (t *Task) RootPGID() int32 {
 	t.k.treeMu.Lock()
 	defer t.k.treeMu.Unlock()
 	return t.tg.pgid
 }
-func (t *Task) SID() int32 {
+func (t *Task) RootSID() int32 {
 	t.k.treeMu.Lock()
 	defer t.k.treeMu.Unlock()
 	return t.tg.sid

@@ -52,6 +52,10 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	if err := t.checkNewNamespaces(f); err != nil {
 		return 0, err
 	}
+	ns, err := t.clonePIDNamespace(f)
+	if err != nil {
+		return 0, err
+	}
 	if f&unix.CLONE_SETTLS != 0 && o.TLS >= uint64(t.mm.MaxAddr()) {
 		// As for arch_prctl(ARCH_SET_FS): Linux refuses a base beyond user
 		// space with EPERM, and the host could not load a non-canonical
@@ -65,7 +69,6 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	var (
 		m   *mm.MemoryManager
 		ctx platform.Context
-		err error
 	)
 	if f&unix.CLONE_VM != 0 {
 		m = t.mm
@@ -157,6 +160,12 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 		undo()
 		return 0, unix.EAGAIN
 	}
+	if child.vtid, err = k.enterLocked(ns, tid); err != nil {
+		k.treeMu.Unlock()
+		undo()
+		return 0, err
+	}
+	child.childPIDNS = ns
 	if f&unix.CLONE_THREAD != 0 {
 		child.tg = t.tg
 	} else {
@@ -167,6 +176,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 			parent, exitSignal = t.tg.parent, t.tg.exitSignal
 		}
 		if parent == nil {
+			k.leaveLocked(ns, tid)
 			k.treeMu.Unlock()
 			undo()
 			return 0, unix.EINVAL // init has no parent to share
@@ -176,6 +186,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 			sighand = sighand.copyHand()
 		}
 		tg := newThreadGroup(k, tid, sighand)
+		tg.pidns, tg.vpid = ns, child.vtid
 		tg.parent, tg.pgid, tg.sid, tg.exitSignal = parent, t.tg.pgid, t.tg.sid, exitSignal
 		tg.tty = t.tg.tty
 		tg.container = t.tg.container
@@ -189,6 +200,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 			if err := o.PidFD(tg); err != nil {
 				delete(parent.children, tg)
 				delete(k.tgs, tid)
+				k.leaveLocked(ns, tid)
 				k.treeMu.Unlock()
 				undo()
 				return 0, err
@@ -204,6 +216,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	if tg.exiting {
 		tg.mu.Unlock()
 		delete(k.tgs, tid)
+		k.leaveLocked(ns, tid)
 		k.treeMu.Unlock()
 		undo()
 		return 0, unix.EINTR
@@ -213,16 +226,20 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	tg.mu.Unlock()
 	k.tasks[tid] = child
 	k.countTaskLocked(child, 1)
+	if ns.level > 0 && ns.init == nil && tg != t.tg {
+		ns.init = tg // its first process, pid 1
+	}
+	seen := t.tg.pidns.idOf(tid) // the id the parent gets
 	if event != 0 || f&(unix.CLONE_PTRACE|unix.CLONE_UNTRACED) == unix.CLONE_PTRACE {
 		t.ptraceInheritLocked(child)
 	}
 	k.treeMu.Unlock()
 
 	if f&unix.CLONE_CHILD_SETTID != 0 {
-		m.UpdateU32(o.ChildTID, func(uint32) (uint32, bool) { return uint32(tid), true })
+		m.UpdateU32(o.ChildTID, func(uint32) (uint32, bool) { return uint32(child.vtid), true })
 	}
 	if f&unix.CLONE_PARENT_SETTID != 0 {
-		t.mm.UpdateU32(o.ParentTID, func(uint32) (uint32, bool) { return uint32(tid), true })
+		t.mm.UpdateU32(o.ParentTID, func(uint32) (uint32, bool) { return uint32(seen), true })
 	}
 	// The child clears its vforkDone when it closes it: the parent takes
 	// the channel before the child runs, not at each turn of its wait (a
@@ -254,7 +271,26 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 		}
 		t.ptraceCloneEvent(unix.PTRACE_EVENT_VFORK_DONE, child)
 	}
-	return tid, nil
+	return seen, nil
+}
+
+// clonePIDNamespace is the pid namespace a child made with flags goes in
+// (ns_pid.go): a new one for CLONE_NEWPID, else the one the task's
+// children are made in, which a thread's must be its own (EINVAL after
+// an unshare or setns of one, as on Linux). A namespace's init makes no
+// sibling (CLONE_PARENT), since no reaper would then be its parent.
+func (t *Task) clonePIDNamespace(f uint64) (*PIDNamespace, error) {
+	if f&unix.CLONE_NEWPID != 0 {
+		return t.newPIDNamespaceFor()
+	}
+	ns := t.PIDNamespaceForChildren()
+	switch {
+	case f&unix.CLONE_THREAD != 0 && ns != t.tg.pidns:
+		return nil, unix.EINVAL
+	case f&unix.CLONE_PARENT != 0 && t.tg.NamespaceInit():
+		return nil, unix.EINVAL
+	}
+	return ns, nil
 }
 
 // releaseVfork lets a vfork parent go on (the child execs or exits).

@@ -109,11 +109,16 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 		// The thread that execs takes over the process id, as on Linux.
 		delete(k.tasks, t.tid)
 		k.dropTracedZombieLocked(tg.pid)
-		t.tid = tg.pid
+		t.tid, t.vtid = tg.pid, tg.vpid
 		k.tasks[t.tid] = t
 	}
 	k.treeMu.Unlock()
 	t.ptraceExec(oldTID)
+	if oldTID != t.tid && tg.pidns.level > 0 {
+		k.treeMu.Lock()
+		k.releaseIDLocked(tg.pidns, oldTID) // after the tracer is told it
+		k.treeMu.Unlock()
+	}
 	return ErrNoReturn
 }
 

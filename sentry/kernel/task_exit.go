@@ -88,6 +88,9 @@ func (t *Task) exit() {
 	taskStatus := t.tracedExitStatusLocked()
 	tg.mu.Unlock()
 	k.treeMu.Unlock()
+	if last && tg.NamespaceInit() {
+		t.zapNamespace()
+	}
 
 	var usage Usage
 	if last {
@@ -114,6 +117,7 @@ func (t *Task) exit() {
 		taskStatus = status
 	}
 	t.ptraceZombieLocked(last, taskStatus)
+	k.releaseIDLocked(tg.pidns, t.tid)
 	if last {
 		// A zombie counts against its user's RLIMIT_NPROC until it is
 		// reaped, as Linux releases a process's leader only then.
@@ -135,11 +139,12 @@ func (t *Task) exit() {
 // becomeZombieLocked (treeMu held) hands the process's children to the
 // nearest subreaper or init, and tells the parent (tellParentLocked).
 func (tg *ThreadGroup) becomeZombieLocked(status ExitStatus) {
-	k := tg.k
 	tg.zombie = true
 	go tg.exitQueue.Notify(waiter.ReadableEvents) // its callbacks may need the tree lock
-	reaper := k.init
-	for a := tg.parent; a != nil; a = a.parent {
+	// The reaper is in the namespace of the process that ends: its init
+	// or a subreaper there.
+	reaper := tg.pidns.init
+	for a := tg.parent; a != nil && a.pidns == tg.pidns; a = a.parent {
 		if a.ChildSubreaper() && !a.zombie {
 			reaper = a
 			break
@@ -214,7 +219,7 @@ func (tg *ThreadGroup) tellParentLocked(status ExitStatus, signals []childSignal
 		if status.Signo != 0 {
 			info.Code, st = status.killedCode(), int32(status.Signo)
 		}
-		info.SetChild(tg.pid, tg.exitUID, st)
+		info.SetChild(tg.pidIn(parent.pidns), tg.exitUID, st)
 		signals = append(signals, childSignal{parent, info})
 	}
 	if autoreap {
@@ -239,6 +244,7 @@ func (tg *ThreadGroup) reapLocked() {
 		p.childUsage.Sys += tg.usage.Sys + tg.childUsage.Sys
 	}
 	delete(tg.k.tgs, tg.pid)
+	tg.k.releaseIDLocked(tg.pidns, tg.pid)
 }
 
 // endSandbox ends every process when init has ended: the sandbox is over.

@@ -7,19 +7,21 @@ import (
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
-// A task's namespaces. The sandbox has UTS, IPC and mount namespaces of
-// its own to give: unshare(2) and clone(2) make new ones for a task with
-// CAP_SYS_ADMIN, setns(2) joins a UTS or IPC one. A mount namespace is a
-// copy of the mount tree the task's root lies in (vfs.CopyTree), held by
-// its file-system context, which moves into it. The other kinds (pid,
-// net, cgroup, time, user) the sandbox has one of each: asked for a new one,
+// A task's namespaces. The sandbox has UTS, IPC, mount and pid namespaces
+// of its own to give: unshare(2) and clone(2) make new ones for a task
+// with CAP_SYS_ADMIN, setns(2) joins a UTS, IPC or pid one. A mount
+// namespace is a copy of the mount tree the task's root lies in
+// (vfs.CopyTree), held by its file-system context, which moves into it; a
+// pid namespace is the one the task's next children are made in
+// (ns_pid.go). The other kinds (net, cgroup, time, user) the sandbox has
+// one of each: asked for a new one,
 // it answers as Linux built without that kind does (EINVAL), after the
 // privilege check (EPERM) Linux makes first. A task's namespaces change
 // only in the task itself, under its process's mu, which others hold to
 // read them (/proc/<pid>/ns).
 
 // newNamespaces are the kinds the kernel can make.
-const newNamespaces = unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNS
+const newNamespaces = unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNS | unix.CLONE_NEWPID
 
 // checkNewNamespaces is the check clone and unshare make of the
 // namespaces flags ask for.
@@ -129,6 +131,13 @@ func (t *Task) Unshare(flags uint64) error {
 	if err := t.checkNewNamespaces(flags); err != nil {
 		return err
 	}
+	var pidns *PIDNamespace
+	if flags&unix.CLONE_NEWPID != 0 {
+		var err error
+		if pidns, err = t.newPIDNamespaceFor(); err != nil {
+			return err
+		}
+	}
 	if flags&unix.CLONE_FS != 0 {
 		t.fs = t.fs.Fork()
 	}
@@ -152,6 +161,11 @@ func (t *Task) Unshare(flags uint64) error {
 		ipcns = t.ipcns.New()
 	}
 	t.setNamespaces(uts, ipcns)
+	if pidns != nil {
+		t.tg.mu.Lock()
+		t.childPIDNS = pidns
+		t.tg.mu.Unlock()
+	}
 	return nil
 }
 

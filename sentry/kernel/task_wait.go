@@ -39,6 +39,14 @@ type WaitResult struct {
 // changed, and ERESTARTSYS if a signal interrupts it.
 func (t *Task) Wait(o WaitOptions) (WaitResult, error) {
 	k, tg := t.k, t.tg
+	// The ids o names are the caller's; the kernel's are the root
+	// namespace's (ns_pid.go). The result is the caller's again.
+	if o.Pid > 0 {
+		o.Pid = t.rootIDOrUnseen(o.Pid)
+	}
+	if o.PGID > 0 {
+		o.PGID = t.rootIDOrUnseen(o.PGID)
+	}
 	for {
 		k.treeMu.Lock()
 		ch := tg.childEvents.wait()
@@ -79,7 +87,7 @@ func (tg *ThreadGroup) findWaitableLocked(o WaitOptions) (res WaitResult, found,
 			c.mu.Lock()
 			s := c.status
 			c.mu.Unlock()
-			res = WaitResult{Pid: c.pid, UID: c.exitUID, Status: int32(s.Code << 8), Code: linuxabi.CLD_EXITED,
+			res = WaitResult{Pid: c.pidIn(tg.pidns), UID: c.exitUID, Status: int32(s.Code << 8), Code: linuxabi.CLD_EXITED,
 				Info: int32(s.Code), Usage: c.usage}
 			if s.Signo != 0 {
 				res.Status, res.Code, res.Info = s.waitStatus(), s.killedCode(), int32(s.Signo)
@@ -93,13 +101,13 @@ func (tg *ThreadGroup) findWaitableLocked(o WaitOptions) (res WaitResult, found,
 		c.mu.Lock()
 		switch {
 		case o.Stopped && c.stopped && !c.stopReported && !tracedHere:
-			res = WaitResult{Pid: c.pid, Status: int32(c.stopSig<<8 | 0x7f), Code: linuxabi.CLD_STOPPED, Info: int32(c.stopSig)}
+			res = WaitResult{Pid: c.pidIn(tg.pidns), Status: int32(c.stopSig<<8 | 0x7f), Code: linuxabi.CLD_STOPPED, Info: int32(c.stopSig)}
 			if !o.NoWait {
 				c.stopReported = true
 			}
 			found = true
 		case o.Continued && c.continued:
-			res = WaitResult{Pid: c.pid, Status: 0xffff, Code: linuxabi.CLD_CONTINUED, Info: int32(unix.SIGCONT)}
+			res = WaitResult{Pid: c.pidIn(tg.pidns), Status: 0xffff, Code: linuxabi.CLD_CONTINUED, Info: int32(unix.SIGCONT)}
 			if !o.NoWait {
 				c.continued = false
 			}

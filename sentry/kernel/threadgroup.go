@@ -12,7 +12,11 @@ import (
 // ThreadGroup is a guest process: the tasks sharing a pid.
 type ThreadGroup struct {
 	k   *Kernel
-	pid int32
+	pid int32 // in the sandbox's pid namespace (ns_pid.go)
+	// pidns is the pid namespace the process is in, vpid its pid there;
+	// both are set before the process runs and never change.
+	pidns *PIDNamespace
+	vpid  int32
 
 	// Guarded by k.treeMu: the process tree, sessions and process groups,
 	// and the life cycle a parent waits on.
@@ -88,7 +92,7 @@ func (tg *ThreadGroup) SignalQueue() *waiter.Queue { return &tg.signalQueue }
 
 // newThreadGroup returns a process with no tasks.
 func newThreadGroup(k *Kernel, pid int32, sighand *SigHand) *ThreadGroup {
-	return &ThreadGroup{k: k, pid: pid, children: make(map[*ThreadGroup]struct{}), sighand: sighand,
+	return &ThreadGroup{k: k, pid: pid, pidns: k.rootPIDNS, vpid: pid, children: make(map[*ThreadGroup]struct{}), sighand: sighand,
 		exitSignal: 17 /* SIGCHLD */}
 }
 

@@ -37,7 +37,7 @@ func sandbox(t *testing.T) *kerneltest.Sandbox {
 	}
 	s.Mount("/dev/pts", devpts.New(opts, time.Now()), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC)
 	s.Mkdir("/proc", 0o555)
-	s.Mount("/proc", procfs.New(s.Kernel), "proc", 0)
+	s.Mount("/proc", procfs.New(s.Kernel, s.Kernel.RootPIDNamespace()), "proc", 0)
 	return s
 }
 

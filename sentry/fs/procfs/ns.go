@@ -10,34 +10,15 @@ import (
 
 // nsDir is /proc/<pid>/ns: a magic link per namespace kind, reading
 // "kind:[inode]"; following one reaches the namespace's nsfs file, which
-// setns(2) takes. uts and ipc are the task's own; the other kinds the
-// sandbox has one of. There is no mnt link yet: a mount tree has no
+// setns(2) takes. uts, ipc and pid are the task's own; the other kinds
+// the sandbox has one of. There is no mnt link yet: a mount tree has no
 // namespace file to join it by.
 func (f *fs) nsDir(path string, get func() (*kernel.Task, error)) *node {
 	link := func(name, kind string, of func(t *kernel.Task) (any, uint64)) child {
-		inode := func() (*nsfs.Inode, error) {
-			t, err := get()
-			if err != nil {
-				return nil, err
-			}
+		return f.nsLink(path, name, kind, get, func(t *kernel.Task) (any, uint64, error) {
 			ns, ino := of(t)
-			return &nsfs.Inode{Kind: kind, Ino: ino, NS: ns}, nil
-		}
-		n := f.link(path+"/"+name, func(vfs.Caller) (string, error) {
-			in, err := inode()
-			if err != nil {
-				return "", err
-			}
-			return in.Name(), nil
+			return ns, ino, nil
 		})
-		n.jump = func() (vfs.Path, error) {
-			in, err := inode()
-			if err != nil {
-				return vfs.Path{}, err
-			}
-			return vfs.AnonPath(in)
-		}
-		return child{name, f.owned(n, get)}
 	}
 	single := func(name, kind string) child {
 		return link(name, kind, func(*kernel.Task) (any, uint64) { return nsfs.Single{Kind: kind}, nsfs.SingleIno(kind) })
@@ -47,11 +28,58 @@ func (f *fs) nsDir(path string, get func() (*kernel.Task, error)) *node {
 	cs := []child{
 		single("cgroup", "cgroup"),
 		link("ipc", "ipc", func(t *kernel.Task) (any, uint64) { _, ns := t.Namespaces(); return ns, ns.ID() }),
-		single("net", "net"), single("pid", "pid"), single("pid_for_children", "pid"),
+		single("net", "net"),
+		link("pid", "pid", func(t *kernel.Task) (any, uint64) { ns := t.PIDNamespace(); return ns, ns.ID() }),
+		f.pidForChildren(path, get),
 		single("time", "time"), single("time_for_children", "time"), single("user", "user"),
 		link("uts", "uts", func(t *kernel.Task) (any, uint64) { ns, _ := t.Namespaces(); return ns, ns.ID() }),
 	}
 	d := f.dir(path, false, func() []child { return cs })
 	d.mode = unix.S_IFDIR | 0o511
 	return d
+}
+
+// nsLink is the magic link name in /proc/<pid>/ns for a namespace of kind
+// that of gives of the task get returns.
+func (f *fs) nsLink(path, name, kind string, get func() (*kernel.Task, error),
+	of func(t *kernel.Task) (any, uint64, error)) child {
+	inode := func() (*nsfs.Inode, error) {
+		t, err := get()
+		if err != nil {
+			return nil, err
+		}
+		ns, ino, err := of(t)
+		if err != nil {
+			return nil, err
+		}
+		return &nsfs.Inode{Kind: kind, Ino: ino, NS: ns}, nil
+	}
+	n := f.link(path+"/"+name, func(vfs.Caller) (string, error) {
+		in, err := inode()
+		if err != nil {
+			return "", err
+		}
+		return in.Name(), nil
+	})
+	n.jump = func() (vfs.Path, error) {
+		in, err := inode()
+		if err != nil {
+			return vfs.Path{}, err
+		}
+		return vfs.AnonPath(in)
+	}
+	return child{name, f.owned(n, get)}
+}
+
+// pidForChildren is ns/pid_for_children: the pid namespace the task's
+// children are made in, ENOENT while it is a new one with no process yet
+// (Linux's pidns_for_children_get finds no reaper).
+func (f *fs) pidForChildren(path string, get func() (*kernel.Task, error)) child {
+	return f.nsLink(path, "pid_for_children", "pid", get, func(t *kernel.Task) (any, uint64, error) {
+		ns := t.PIDNamespaceForChildren()
+		if ns != t.PIDNamespace() && !f.k.HasInit(ns) {
+			return nil, 0, unix.ENOENT
+		}
+		return ns, ns.ID(), nil
+	})
 }

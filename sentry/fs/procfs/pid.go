@@ -24,7 +24,7 @@ func (f *fs) pidDir(tg *kernel.ThreadGroup, name string) *node {
 	children = append(children, child{"task", f.owned(f.dir(p+"task", true, func() []child {
 		var out []child
 		for _, t := range tg.Tasks() {
-			tid := strconv.Itoa(int(t.TID()))
+			tid := strconv.Itoa(int(f.k.IDIn(f.ns, t.RootTID())))
 			out = append(out, child{tid, f.taskDir(t, p+"task/"+tid)})
 		}
 		return out
@@ -49,7 +49,7 @@ func ProcessOf(f *vfs.File) (*kernel.ThreadGroup, bool) {
 // taskDir is /proc/<pid>/task/<tid>: the files of one thread.
 func (f *fs) taskDir(t *kernel.Task, path string) *node {
 	get := func() (*kernel.Task, error) {
-		if f.k.TaskByTID(t.TID()) != t {
+		if f.k.TaskByTID(t.RootTID()) != t {
 			return nil, unix.ESRCH
 		}
 		return t, nil
@@ -114,8 +114,8 @@ func (f *fs) taskFiles(p string, get func() (*kernel.Task, error), thread bool) 
 		return func(t *kernel.Task) ([]byte, error) { return guestBytes(t, start(t), end(t)) }
 	}
 	return []child{
-		gen("status", func(t *kernel.Task) ([]byte, error) { return status(t, thread) }),
-		gen("stat", func(t *kernel.Task) ([]byte, error) { return statLine(t, thread) }),
+		gen("status", func(t *kernel.Task) ([]byte, error) { return f.status(t, thread) }),
+		gen("stat", func(t *kernel.Task) ([]byte, error) { return f.statLine(t, thread) }),
 		gen("statm", statm),
 		rw("comm", commMax, comm, writeComm),
 		gen("cmdline", memory(func(t *kernel.Task) uintptr { return t.MM().Layout.ArgStart },

@@ -18,14 +18,18 @@ import (
 
 // fs is one mounted /proc.
 type fs struct {
-	k       *kernel.Kernel
+	k *kernel.Kernel
+	// ns is the pid namespace of the task that mounted it: the
+	// processes it shows and the ids it shows them by.
+	ns      *kernel.PIDNamespace
 	dev     uint64
 	cpuinfo []byte
 }
 
-// New returns the root dentry of a /proc for kernel k.
-func New(k *kernel.Kernel) *vfs.Dentry {
-	f := &fs{k: k, dev: vfs.NewAnonDev(), cpuinfo: host().cpuinfo}
+// New returns the root dentry of a /proc for kernel k, showing the
+// processes of pid namespace ns.
+func New(k *kernel.Kernel, ns *kernel.PIDNamespace) *vfs.Dentry {
+	f := &fs{k: k, ns: ns, dev: vfs.NewAnonDev(), cpuinfo: host().cpuinfo}
 	return vfs.NewRoot(f.rootDir())
 }
 
@@ -124,7 +128,7 @@ func (n *node) Lookup(name string) (vfs.Inode, error) {
 		// /proc/<tid> of a thread that is not a process leader: reachable,
 		// though not listed, as on Linux.
 		if tid, err := strconv.Atoi(name); err == nil {
-			if t := n.fs.k.TaskByTID(int32(tid)); t != nil {
+			if t := n.fs.k.LookupTaskIn(n.fs.ns, int32(tid)); t != nil {
 				return n.fs.pidDir(t.ThreadGroup(), name), nil
 			}
 		}

@@ -29,7 +29,7 @@ func sandbox(t *testing.T) *kerneltest.Sandbox {
 	if err != nil {
 		t.Fatalf("mount point: %v", err)
 	}
-	if _, err := vfs.Attach(point, procfs.New(s.Kernel), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC); err != nil {
+	if _, err := vfs.Attach(point, procfs.New(s.Kernel, s.Kernel.RootPIDNamespace()), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC); err != nil {
 		t.Fatalf("mount /proc: %v", err)
 	}
 	return s

@@ -24,16 +24,18 @@ func (f *fs) rootDir() *node {
 	}
 	static := []child{
 		{"self", f.link("self", func(c vfs.Caller) (string, error) {
-			if c == nil {
-				return "", unix.ENOENT
+			t, ok := c.(*kernel.Task)
+			if !ok || f.k.IDIn(f.ns, t.ThreadGroup().PID()) == 0 {
+				return "", unix.ENOENT // no caller, or one outside this /proc's namespace
 			}
-			return strconv.Itoa(int(c.PID())), nil
+			return strconv.Itoa(int(f.k.IDIn(f.ns, t.ThreadGroup().PID()))), nil
 		})},
 		{"thread-self", f.link("thread-self", func(c vfs.Caller) (string, error) {
-			if c == nil {
+			t, ok := c.(*kernel.Task)
+			if !ok || f.k.IDIn(f.ns, t.RootTID()) == 0 {
 				return "", unix.ENOENT
 			}
-			return fmt.Sprintf("%d/task/%d", c.PID(), c.TID()), nil
+			return fmt.Sprintf("%d/task/%d", f.k.IDIn(f.ns, t.ThreadGroup().PID()), f.k.IDIn(f.ns, t.RootTID())), nil
 		})},
 		{"mounts", f.link("mounts", func(vfs.Caller) (string, error) { return "self/mounts", nil })},
 		file("meminfo", f.meminfo),
@@ -52,8 +54,8 @@ func (f *fs) rootDir() *node {
 	}
 	return f.dir("", true, func() []child {
 		out := append([]child(nil), static...)
-		for _, tg := range f.k.ThreadGroups() {
-			name := strconv.Itoa(int(tg.PID()))
+		for _, tg := range f.k.ThreadGroupsIn(f.ns) {
+			name := strconv.Itoa(int(f.k.IDIn(f.ns, tg.PID())))
 			out = append(out, child{name, f.pidDir(tg, name)})
 		}
 		return out
@@ -160,11 +162,7 @@ func (f *fs) stat() ([]byte, error) {
 		share := func(v int64) int64 { return v/n + btoi(i < v%n) }
 		fmt.Fprintf(&b, "cpu%d %d 0 %d %d 0 0 0 0 0 0\n", i, share(user), share(sys), share(idle))
 	}
-	tgs := f.k.ThreadGroups()
-	last := int32(1)
-	if len(tgs) > 0 {
-		last = tgs[len(tgs)-1].PID()
-	}
+	last := f.lastPID()
 	fmt.Fprintf(&b, "intr 0\nctxt 0\nbtime %d\nprocesses %d\nprocs_running 1\nprocs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n",
 		f.k.BootTime().Unix(), last)
 	return []byte(b.String()), nil
@@ -188,13 +186,19 @@ func (f *fs) uptime() ([]byte, error) {
 // loadavg is /proc/loadavg: the sentry keeps no load averages (zero), the
 // running and total task counts, and the newest pid.
 func (f *fs) loadavg() ([]byte, error) {
-	tgs := f.k.ThreadGroups()
-	last := int32(1)
-	if len(tgs) > 0 {
-		last = tgs[len(tgs)-1].PID()
-	}
+	last := f.lastPID()
 	return []byte(fmt.Sprintf("0.00 0.00 0.00 1/%d %d\n", f.k.NumTasks(), last)), nil
 }
 
 // ticks converts a duration to clock ticks (USER_HZ a second).
 func ticks(d time.Duration) int64 { return int64(d / (time.Second / linuxabi.USER_HZ)) }
+
+// lastPID is the highest pid in use in this /proc's namespace, 1 when
+// there is none.
+func (f *fs) lastPID() int32 {
+	tgs := f.k.ThreadGroupsIn(f.ns)
+	if len(tgs) == 0 {
+		return 1
+	}
+	return f.k.IDIn(f.ns, tgs[len(tgs)-1].PID())
+}

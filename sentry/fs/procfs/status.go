@@ -15,7 +15,7 @@ import (
 
 // status is /proc/<pid>/status, or with thread /proc/<pid>/task/<tid>/status:
 // Pid is then the thread's id and Name its name.
-func status(t *kernel.Task, thread bool) ([]byte, error) {
+func (f *fs) status(t *kernel.Task, thread bool) ([]byte, error) {
 	c := t.Creds()
 	c.Lock()
 	uid := fmt.Sprintf("%d\t%d\t%d\t%d", c.UID, c.EUID, c.SUID, c.FSUID)
@@ -37,20 +37,32 @@ func status(t *kernel.Task, thread bool) ([]byte, error) {
 	if t.Prctl().NoNewPrivs {
 		noNewPrivs = 1
 	}
-	pid := t.PID()
+	ids := f.k.TaskIDsIn(f.ns, t)
+	pid, rootPID := ids.PID, t.ThreadGroup().PID()
 	if thread {
-		pid = t.TID()
+		pid, rootPID = ids.TID, t.RootTID()
 	}
 	var b strings.Builder
 	kb := func(name string, v uint64) { fmt.Fprintf(&b, "%s:\t%8d kB\n", name, v/1024) }
 	tracerPid := int32(0)
 	if tr := t.Tracer(); tr != nil {
-		tracerPid = tr.TID()
+		tracerPid = f.k.IDIn(f.ns, tr.RootTID())
 	}
 	fmt.Fprintf(&b, "Name:\t%s\nUmask:\t%04o\nState:\t%s\nTgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\nTracerPid:\t%d\n",
-		t.Comm(), t.FS().Umask(), taskState(t), t.PID(), pid, t.PPID(), tracerPid)
+		t.Comm(), t.FS().Umask(), taskState(t), ids.PID, pid, ids.PPID, tracerPid)
 	fmt.Fprintf(&b, "Uid:\t%s\nGid:\t%s\nFDSize:\t64\nGroups:\t%s\n", uid, gid, groups.String())
-	fmt.Fprintf(&b, "NStgid:\t%d\nNSpid:\t%d\nNSpgid:\t%d\nNSsid:\t%d\n", t.PID(), pid, t.PGID(), t.SID())
+	// The ids in each namespace from this /proc's down to the task's own.
+	leaf := t.PIDNamespace()
+	for _, l := range []struct {
+		name string
+		id   int32
+	}{{"NStgid", t.ThreadGroup().PID()}, {"NSpid", rootPID}, {"NSpgid", t.RootPGID()}, {"NSsid", t.RootSID()}} {
+		b.WriteString(l.name + ":")
+		for _, id := range f.k.IDsIn(f.ns, leaf, l.id) {
+			fmt.Fprintf(&b, "\t%d", id)
+		}
+		b.WriteString("\n")
+	}
 	kb("VmPeak", u.Size)
 	kb("VmSize", u.Size)
 	kb("VmLck", u.Locked)
@@ -97,15 +109,16 @@ func taskState(t *kernel.Task) string {
 
 // statLine is /proc/<pid>/stat, or with thread the thread's own: its id,
 // name and CPU times rather than the process's.
-func statLine(t *kernel.Task, thread bool) ([]byte, error) {
+func (f *fs) statLine(t *kernel.Task, thread bool) ([]byte, error) {
 	u := t.MM().Usage()
 	l := t.MM().Layout
 	start := ticks(t.StartTime().Sub(t.Kernel().BootTime()) + time.Second)
-	pid := t.PID()
+	ids := f.k.TaskIDsIn(f.ns, t)
+	pid := ids.PID
 	user, sys := t.ThreadGroup().CPUTime()
 	children := t.ThreadGroup().ChildUsage()
 	if thread {
-		pid = t.TID()
+		pid = ids.TID
 		user, sys = t.CPUTime()
 		children = kernel.Usage{}
 	}
@@ -117,6 +130,9 @@ func statLine(t *kernel.Task, thread bool) ([]byte, error) {
 	if tty != nil {
 		ttyNr = tty.EncodedDev()
 	}
+	if tpgid > 0 {
+		tpgid = f.k.IDIn(f.ns, tpgid)
+	}
 	// priority is Linux's prio less 100: 20 plus the nice value, or
 	// under a real-time policy -1 less its priority.
 	sched := t.Sched()
@@ -125,7 +141,7 @@ func statLine(t *kernel.Task, thread bool) ([]byte, error) {
 		prio = -1 - sched.Priority
 	}
 	fields := []any{
-		pid, "(" + t.Comm() + ")", taskState(t)[:1], t.PPID(), t.PGID(), t.SID(), ttyNr, tpgid, 0,
+		pid, "(" + t.Comm() + ")", taskState(t)[:1], ids.PPID, ids.PGID, ids.SID, ttyNr, tpgid, 0,
 		0, 0, 0, 0, ticks(user), ticks(sys), ticks(children.User), ticks(children.Sys), prio, sched.Nice, len(t.ThreadGroup().Tasks()), 0, start, u.Size, rss,
 		t.Limits().Get(unix.RLIMIT_RSS).Cur, 0, 0, l.StackTop, 0, 0, 0, t.SigMask(), ign, cgt, 0, 0, 0, 17, 0,
 		sched.Priority, sched.Policy, 0, 0, 0, 0, 0, 0, l.ArgStart, l.ArgEnd, l.EnvStart, l.EnvEnd, 0,

@@ -198,7 +198,7 @@ func TestConnectToAClosedPortIsRefusedAndNonblockingConnectIsInProgress(t *testi
 func TestProcNetShowsSocketsAsLinuxPrintsThem(t *testing.T) {
 	s := kerneltest.New(t, syscalls.NewTable())
 	s.Mkdir("/proc", 0o555)
-	s.Mount("/proc", procfs.New(s.Kernel), "proc", 0)
+	s.Mount("/proc", procfs.New(s.Kernel, s.Kernel.RootPIDNamespace()), "proc", 0)
 	st := s.Run(func(fg *fake.Guest) {
 		g := guest{fg, t}
 		l := g.must("socket", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0)
