@@ -1,8 +1,8 @@
 package integration
 
-// The scripts of the real-program checks of processes and System V IPC
-// (issue 14's acceptance): ipcs, nice, and the os, signal, resource and
-// multiprocessing calls python programs make.
+// The scripts of the real-program checks of processes, namespaces and
+// System V IPC (issue 14's acceptance): ipcs, nice, bubblewrap, and the
+// os, signal, resource and multiprocessing calls python programs make.
 
 // ipcsAfterObjects makes a segment, a semaphore set and a queue in one
 // program; ipcs, run after it has exited, lists them.
@@ -91,3 +91,11 @@ subprocess.run(["true"])
 c = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(c.ru_maxrss > 0, c.ru_utime + c.ru_stime >= 0)
 `
+
+// bwrapNamespaces runs bubblewrap as coding agents wrap a tool call: the
+// root bound read-only in a mount namespace of its own, then with a pid
+// namespace, a proc and a /dev too; the command is pid 2 under bwrap's
+// init there.
+const bwrapNamespaces = `bwrap --ro-bind / / true && echo ok
+bwrap --ro-bind / / --unshare-pid --proc /proc --dev /dev true && echo ok
+bwrap --ro-bind / / --unshare-pid --proc /proc --dev /dev sh -c 'echo $$ $PPID $(cat /proc/1/comm)'`
