@@ -50,6 +50,10 @@ type createOptions struct {
 	// that sandbox (pod.go). Only create sets it: a CRI runtime creates
 	// each container, and `run` stays with a sandbox of its own.
 	mayJoinPod bool
+	// signalsCaught, if set, is closed once the CLI catches signals:
+	// createContainer waits for it before the sandbox's first process
+	// starts (run.go).
+	signalsCaught <-chan struct{}
 }
 
 func (co *createOptions) declare(o *options) {
@@ -153,6 +157,9 @@ func createContainer(g *globalOptions, id string, co createOptions, detached boo
 		Recorded:    state.Creating,
 		Namespaces:  boot.JoinedNamespaces(b.Spec.Linux),
 		Hooks:       b.Spec.Hooks,
+	}
+	if co.signalsCaught != nil {
+		<-co.signalsCaught
 	}
 	var sb *sandbox
 	if pod != nil {
