@@ -10,8 +10,8 @@
  * thread then or CLONE_NEWPID with CLONE_THREAD; the first child is pid 1
  * with parent 0, its children count on from 2 with parent 1, fork returns
  * the pid as the namespace numbers it; wait in the parent gives the pid
- * fork gave it. The namespace's init ignores SIGKILL and SIGTERM from
- * inside while it has no handler; a signal it handles arrives with si_pid
+ * fork gave it. The namespace's init ignores SIGKILL, SIGSTOP and
+ * SIGTERM from inside while it has no handler; a signal it handles arrives with si_pid
  * the sender's pid in the namespace, or 0 from the parent's namespace;
  * orphans become init's children (getppid 1). A proc mounted in the
  * namespace (after unshare(CLONE_NEWNS)) lists only its processes: self
@@ -20,7 +20,8 @@
  * the caller's next child a member with parent 0, of its own pid nothing
  * changes; setns of a pid namespace file as CLONE_NEWUTS is EINVAL, of an
  * ancestor's namespace (from inside) EINVAL. From the parent's namespace
- * SIGTERM is ignored by the init without a handler but SIGKILL ends it;
+ * SIGTERM is ignored by the init without a handler, SIGSTOP stops it and
+ * SIGKILL ends it;
  * the end of init kills the rest of its namespace (a member's pipe end
  * closes), whose reaping comes before init's end is reported, and a fork
  * into the namespace then is ENOMEM. clone(CLONE_NEWPID) makes pid 1 at once.
@@ -155,8 +156,10 @@ static void init_body(int to, int from)
 	if (member == 0) {
 		CHECK_EQ(getpid(), 2);
 		CHECK_EQ(getppid(), 1);
-		/* No handler: SIGKILL and SIGTERM from inside are ignored. */
+		/* No handler: SIGKILL, SIGSTOP and SIGTERM from inside are
+		 * ignored (a stopped init would never reap this child). */
 		CHECK_OK(kill(1, SIGKILL));
+		CHECK_OK(kill(1, SIGSTOP));
 		CHECK_OK(kill(1, SIGTERM));
 		CHECK_OK(kill(1, SIGUSR1));
 		check_child_exit();
@@ -276,8 +279,16 @@ static void check_unshare_and_fork(void)
 	CHECK_EQ(read(to[0], &c, 1), 1);
 	CHECK_EQ(c, 'd'); /* init's checks passed */
 
-	/* SIGTERM without a handler is ignored from here too. */
+	/* SIGTERM without a handler is ignored from here too; SIGSTOP from
+	 * here is forced. */
 	CHECK_OK(kill(child, SIGTERM));
+	{
+		int st = -1;
+		CHECK_OK(kill(child, SIGSTOP));
+		CHECK_EQ(waitpid(child, &st, WUNTRACED), child);
+		CHECK_STR(check_status_str(st), "stopped by SIGSTOP");
+		CHECK_OK(kill(child, SIGCONT));
+	}
 
 	/* setns to the child's namespace: the next child is a member, its
 	 * parent outside (0); a member of its own holds a pipe's write end,
