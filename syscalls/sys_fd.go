@@ -120,6 +120,9 @@ func Ioctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, err
 	}
 	defer f.DecRef()
+	if err := f.LandlockIoctl(cmd); err != nil {
+		return 0, err
+	}
 	switch cmd {
 	case linuxabi.FIOCLEX:
 		return 0, t.FDs().SetCloseOnExec(fd, true)

@@ -5,28 +5,33 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
 	"github.com/moat-sandbox/moat/sentry/kernel"
+	"github.com/moat-sandbox/moat/sentry/net/socket"
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
 // Landlock (landlock(7)): the three calls that build a ruleset and
-// restrict the caller with it; vfs enforces the domain (vfs/landlock.go).
-// moat implements ABI 3: the file-system rights up to TRUNCATE. Network
-// rights (ABI 4), IOCTL_DEV (5), scoping (6) and the audit flags (7) are
-// not implemented, so the calls refuse them as a Linux 6.2 kernel does.
+// restrict the caller with it; vfs enforces the domain on files
+// (vfs/landlock.go), bind and connect on TCP ports (landlockSocket below).
+// moat implements ABI 5: every file-system right up to IOCTL_DEV and the
+// TCP rights. Scoping (ABI 6) and the audit flags (7) are not
+// implemented, so the calls refuse them as a Linux 6.10 kernel does.
 
 // landlockABI is the Landlock ABI version moat implements.
-const landlockABI = 3
+const landlockABI = 5
 
 // landlockErrata are the Landlock errata whose fixed behaviour moat has,
-// of those that apply to its ABI: erratum 3 (ABI 1), rights from a
-// directory moved out of a bind mount's tree (vfs's landlockWalk).
-const landlockErrata = 1 << 2
+// of those that apply to its ABI: erratum 1 (ABI 4), only TCP sockets
+// restricted (not other stream protocols), and erratum 3 (ABI 1), rights
+// from a directory moved out of a bind mount's tree (vfs's landlockWalk).
+const landlockErrata = 1<<0 | 1<<2
 
-// sizeofRulesetAttr is struct landlock_ruleset_attr as ABI 3 knows it:
-// handled_access_fs alone. A larger struct is taken if the rest is zero.
-const sizeofRulesetAttr = 8
+// sizeofRulesetAttr is struct landlock_ruleset_attr as ABI 5 knows it:
+// handled_access_fs and handled_access_net. A larger struct is taken if
+// the rest is zero.
+const sizeofRulesetAttr = 16
 
 // sizeofPathBeneathAttr is struct landlock_path_beneath_attr (packed): a
 // u64 allowed_access and an s32 parent_fd.
@@ -51,22 +56,28 @@ func LandlockCreateRuleset(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error)
 	if attr == 0 {
 		return 0, unix.EFAULT
 	}
-	b, err := copyInExtensible(t, attr, uint64(size), sizeofRulesetAttr)
+	// handled_access_fs is all a caller must give: older ABIs' structs
+	// are shorter.
+	b, err := copyInExtensibleMin(t, attr, uint64(size), 8, sizeofRulesetAttr)
 	if err != nil {
 		return 0, err
 	}
-	handled := binary.LittleEndian.Uint64(b)
-	if handled&^vfs.LandlockRights != 0 {
+	h := vfs.LandlockHandled{FS: binary.LittleEndian.Uint64(b), Net: binary.LittleEndian.Uint64(b[8:])}
+	if h.FS&^vfs.LandlockRights != 0 || h.Net&^vfs.LandlockNetRights != 0 {
 		return 0, unix.EINVAL
 	}
-	if handled == 0 {
+	if h == (vfs.LandlockHandled{}) {
 		return 0, unix.ENOMSG
 	}
-	return installAnon(t, &rulesetFile{rs: vfs.NewLandlockRuleset(handled)}, unix.O_RDWR, true)
+	return installAnon(t, &rulesetFile{rs: vfs.NewLandlockRuleset(h)}, unix.O_RDWR, true)
 }
 
+// sizeofNetPortAttr is struct landlock_net_port_attr: a u64
+// allowed_access and a u64 port.
+const sizeofNetPortAttr = 16
+
 // LandlockAddRule implements Linux syscall landlock_add_rule(2): a
-// path-beneath rule, the only type ABI 3 has.
+// path-beneath rule or a TCP port rule.
 func LandlockAddRule(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if a.Uint(3) != 0 {
 		return 0, unix.EINVAL
@@ -75,31 +86,52 @@ func LandlockAddRule(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	if a.Int(1) != unix.LANDLOCK_RULE_PATH_BENEATH {
-		return 0, unix.EINVAL
+	switch a.Int(1) {
+	case unix.LANDLOCK_RULE_PATH_BENEATH:
+		return 0, addPathRule(t, rs, a.Ptr(2))
+	case linuxabi.LANDLOCK_RULE_NET_PORT:
+		return 0, addPortRule(t, rs, a.Ptr(2))
 	}
+	return 0, unix.EINVAL
+}
+
+// addPortRule reads a struct landlock_net_port_attr at addr into rs.
+func addPortRule(t *kernel.Task, rs *vfs.LandlockRuleset, addr uintptr) error {
+	var b [sizeofNetPortAttr]byte
+	if _, err := t.CopyIn(addr, b[:]); err != nil {
+		return err
+	}
+	access := binary.LittleEndian.Uint64(b[:])
+	if access == 0 {
+		return unix.ENOMSG // a rule that allows nothing
+	}
+	return rs.AddPortRule(binary.LittleEndian.Uint64(b[8:]), access)
+}
+
+// addPathRule reads a struct landlock_path_beneath_attr at addr into rs.
+func addPathRule(t *kernel.Task, rs *vfs.LandlockRuleset, addr uintptr) error {
 	var b [sizeofPathBeneathAttr]byte
-	if _, err := t.CopyIn(a.Ptr(2), b[:]); err != nil {
-		return 0, err
+	if _, err := t.CopyIn(addr, b[:]); err != nil {
+		return err
 	}
 	access := binary.LittleEndian.Uint64(b[:])
 	parentFD := int32(binary.LittleEndian.Uint32(b[8:]))
 	if access == 0 {
-		return 0, unix.ENOMSG // a rule that allows nothing
+		return unix.ENOMSG // a rule that allows nothing
 	}
-	if access&^rs.Handled() != 0 {
-		return 0, unix.EINVAL
+	if access&^rs.Handled().FS != 0 {
+		return unix.EINVAL
 	}
 	// Any open file names a rule's file, O_PATH ones included.
 	f, err := t.FDs().Get(parentFD)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer f.DecRef()
 	if _, ok := f.Impl().(*rulesetFile); ok {
-		return 0, unix.EBADFD
+		return unix.EBADFD
 	}
-	return 0, rs.AddRule(f.Path(), access)
+	return rs.AddRule(f.Path(), access)
 }
 
 // LandlockRestrictSelf implements Linux syscall landlock_restrict_self(2):
@@ -139,6 +171,52 @@ func rulesetAt(t *kernel.Task, fd int32, acc int) (*vfs.LandlockRuleset, error) 
 	}
 	return r.rs, nil
 }
+
+// landlockSocket checks bind (BIND_TCP) or connect (CONNECT_TCP) of s to
+// addr against the task's domain, as Linux's hooks do before the socket
+// sees the call: only TCP sockets are checked; an address too short for
+// its family is EINVAL, one of another family than the socket's EINVAL
+// (AF_UNSPEC aside: a connect to it, which ends a connection, is always
+// allowed, and a bind to it is one to INADDR_ANY or EAFNOSUPPORT); a
+// port no layer's rule allows, EACCES.
+func landlockSocket(t *kernel.Task, s socket.Socket, addr []byte, access uint64) error {
+	dom := t.LandlockDomain()
+	if dom == nil || s.Type() != unix.SOCK_STREAM || s.Protocol() != unix.IPPROTO_TCP ||
+		s.Family() != unix.AF_INET && s.Family() != unix.AF_INET6 {
+		return nil
+	}
+	if len(addr) < 2 {
+		return unix.EINVAL
+	}
+	family := int(binary.LittleEndian.Uint16(addr))
+	switch family {
+	case unix.AF_UNSPEC, unix.AF_INET:
+		if len(addr) < unix.SizeofSockaddrInet4 {
+			return unix.EINVAL
+		}
+	case unix.AF_INET6:
+		if len(addr) < sizeofSockaddrIn6RFC2133 {
+			return unix.EINVAL
+		}
+	default:
+		return nil
+	}
+	if family == unix.AF_UNSPEC {
+		if access == unix.LANDLOCK_ACCESS_NET_CONNECT_TCP {
+			return nil
+		}
+		if binary.BigEndian.Uint32(addr[4:8]) != 0 { // INADDR_ANY
+			return unix.EAFNOSUPPORT
+		}
+	} else if family != s.Family() {
+		return unix.EINVAL
+	}
+	return dom.CheckPort(binary.BigEndian.Uint16(addr[2:4]), access)
+}
+
+// sizeofSockaddrIn6RFC2133 is an AF_INET6 address without its scope id,
+// the shortest Linux takes (SIN6_LEN_RFC2133).
+const sizeofSockaddrIn6RFC2133 = 24
 
 // rulesetFile is a Landlock ruleset's fd: it is neither read nor written
 // (EINVAL), and cannot be opened again through /proc (ENXIO).

@@ -255,7 +255,7 @@ func openPath(t *kernel.Task, creds *vfs.Creds, p vfs.Path, flags int, created b
 			return nil, err
 		}
 	}
-	llDenied, err := creds.Landlock.LandlockOpen(p, landlockOpenRights(st.Type(), acc))
+	llDenied, err := creds.Landlock.LandlockOpen(p, landlockOpenRights(st.Type(), acc), isDevice)
 	if err != nil {
 		return nil, err
 	}

@@ -173,6 +173,9 @@ func Bind(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := landlockSocket(t, s, addr, unix.LANDLOCK_ACCESS_NET_BIND_TCP); err != nil {
+		return 0, err
+	}
 	return 0, s.Bind(t, addr)
 }
 
@@ -200,6 +203,9 @@ func Connect(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	defer f.DecRef()
 	addr, err := copyInAddr(t, a.Ptr(1), a.Int(2))
 	if err != nil {
+		return 0, err
+	}
+	if err := landlockSocket(t, s, addr, unix.LANDLOCK_ACCESS_NET_CONNECT_TCP); err != nil {
 		return 0, err
 	}
 	return 0, s.Connect(t, addr, f.Flags()&unix.O_NONBLOCK != 0)

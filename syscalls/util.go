@@ -18,14 +18,21 @@ import (
 // than a page E2BIG, bytes past the known ones that are not zero E2BIG.
 // It returns the known bytes, zero-filled past a shorter usize.
 func copyInExtensible(t *kernel.Task, addr uintptr, usize uint64, known int) ([]byte, error) {
+	return copyInExtensibleMin(t, addr, usize, known, known)
+}
+
+// copyInExtensibleMin is copyInExtensible for a struct whose first
+// minimum bytes are all a caller must pass (EINVAL for fewer): a shorter
+// struct than the known one is read with zeros after it.
+func copyInExtensibleMin(t *kernel.Task, addr uintptr, usize uint64, minimum, known int) ([]byte, error) {
 	switch {
-	case usize < uint64(known):
+	case usize < uint64(minimum):
 		return nil, unix.EINVAL
 	case usize > 4096:
 		return nil, unix.E2BIG
 	}
-	b := make([]byte, usize)
-	if _, err := t.CopyIn(addr, b); err != nil {
+	b := make([]byte, max(usize, uint64(known)))
+	if _, err := t.CopyIn(addr, b[:usize]); err != nil {
 		return nil, err
 	}
 	for _, c := range b[known:] {

@@ -5,19 +5,24 @@
  * denied with EACCES), a read-write one, the rights an open file keeps
  * (ftruncate), rules that follow the file and not its name, layers (each
  * must allow), REFER (EXDEV for a move that is not allowed or would gain
- * rights, EACCES first), and the domain kept across fork and execve.
+ * rights, EACCES first), the domain kept across fork and execve, and
+ * (ABI 5) ioctl on a device opened without IOCTL_DEV.
  */
 // covers: landlock_create_ruleset landlock_add_rule landlock_restrict_self
 #include "check.h"
 #include <ftw.h>
 #include <linux/landlock.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
-/* The C library's headers may predate ABI 3. */
+/* The C library's headers may predate ABIs 3 and 5. */
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
 #define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
 #endif
 
 /* The rights of Landlock's ABI 3. */
@@ -299,6 +304,33 @@ static void refer_unhandled(void)
 	CHECK_OK(rename(at("rw/a2"), at("rw/a")));
 }
 
+/* ioctl_dev: a device opened under a domain handling IOCTL_DEV takes
+ * only the requests Landlock always lets through, unless a rule allows
+ * IOCTL_DEV there; other files, and devices opened before, take all. */
+static void ioctl_dev(void)
+{
+	int before = CHECK_OK(open("/dev/null", O_RDWR)), rs, null, zero, file, n = 0;
+
+	rs = new_ruleset(LANDLOCK_ACCESS_FS_IOCTL_DEV);
+	allow(rs, "/dev/zero", LANDLOCK_ACCESS_FS_IOCTL_DEV);
+	enforce(rs);
+	null = CHECK_OK(open("/dev/null", O_RDWR));
+	zero = CHECK_OK(open("/dev/zero", O_RDONLY));
+	file = CHECK_OK(open(at("ro/f"), O_RDONLY));
+	CHECK_ERR(ioctl(null, FIONREAD, &n), EACCES);
+	CHECK_OK(ioctl(null, FIOCLEX));
+	CHECK_OK(ioctl(null, FIONBIO, &n));
+	errno = 0;
+	CHECK(ioctl(zero, FIONREAD, &n) == 0 || errno != EACCES);
+	CHECK(ioctl(before, FIONREAD, &n) == 0 || errno != EACCES);
+	CHECK_OK(ioctl(file, FIONREAD, &n));
+	CHECK_EQ(n, 4);
+	close(null);
+	close(zero);
+	close(file);
+	close(before);
+}
+
 static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	(void)st;
@@ -309,7 +341,7 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
 
 int main(int argc, char **argv)
 {
-	void (*cases[])(void) = { rules_follow_files, layers, refer, refer_unhandled };
+	void (*cases[])(void) = { rules_follow_files, layers, refer, refer_unhandled, ioctl_dev };
 	int abi;
 	pid_t pid;
 
@@ -333,6 +365,8 @@ int main(int argc, char **argv)
 	}
 	CHECK_CHILD(pid, "exited 0");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (cases[i] == ioctl_dev && abi < 5)
+			continue;
 		pid = check_fork();
 		if (pid == 0) {
 			cases[i]();

@@ -47,12 +47,13 @@ int main(int argc, char **argv)
 
 	check_init(argc, argv);
 	abi = create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-	CHECK(abi >= 3);
+	CHECK(abi >= 5);
 	if (abi >= 3) {
 		long errata = create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_ERRATA);
 
-		/* Erratum 3 (disconnected directories) belongs to ABI 1. */
-		CHECK(errata >= 0 && (errata & (1 << 2)));
+		/* Erratum 3 (disconnected directories) belongs to ABI 1,
+		 * erratum 1 (TCP sockets alone) to ABI 4. */
+		CHECK(errata >= 0 && (errata & (1 << 2)) && (abi < 4 || (errata & 1)));
 	}
 	/* The queries take no struct, one flag at a time. */
 	CHECK_ERR(create_ruleset(attr, 0, LANDLOCK_CREATE_RULESET_VERSION), EINVAL);
@@ -77,6 +78,10 @@ int main(int argc, char **argv)
 	CHECK_ERR(create_ruleset(attr, 8, 0), ENOMSG);
 	attr[0] = 1ULL << 40;
 	CHECK_ERR(create_ruleset(attr, 8, 0), EINVAL);
+	attr[0] = 0;
+	attr[1] = 1ULL << 40; /* handled_access_net */
+	CHECK_ERR(create_ruleset(attr, 16, 0), EINVAL);
+	attr[1] = 0;
 
 	attr[0] = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
 		  LANDLOCK_ACCESS_FS_WRITE_FILE;

@@ -19,6 +19,25 @@ const (
 	FIONBIO  = 0x5421
 	FIONCLEX = 0x5450
 	FIOCLEX  = 0x5451
+	FIOASYNC = 0x5452
+	FIOQSIZE = 0x5460
+)
+
+// LANDLOCK_RULE_NET_PORT is landlock_add_rule's TCP port rule type
+// (include/uapi/linux/landlock.h, Linux 6.7).
+const LANDLOCK_RULE_NET_PORT = 2
+
+// File-system ioctl requests: include/uapi/linux/fs.h and fiemap.h
+// (FS_IOC_GETFSUUID and FS_IOC_GETFSSYSFSPATH since Linux 6.8: _IOR(0x15,
+// 0, struct fsuuid2), 17 bytes, and _IOR(0x15, 1, struct fs_sysfs_path),
+// 129 bytes).
+const (
+	FIGETBSZ              = 0x2
+	FIFREEZE              = 0xc0045877
+	FITHAW                = 0xc0045878
+	FS_IOC_FIEMAP         = 0xc020660b
+	FS_IOC_GETFSUUID      = 0x80111500
+	FS_IOC_GETFSSYSFSPATH = 0x80811501
 )
 
 // futex(2) operations and flags, and the robust-list bits:

@@ -21,6 +21,9 @@ var fromHeaders = []struct {
 	want int64
 }{
 	{"FIONREAD", FIONREAD}, {"FIONBIO", FIONBIO}, {"FIONCLEX", FIONCLEX}, {"FIOCLEX", FIOCLEX},
+	{"FIOASYNC", FIOASYNC}, {"FIOQSIZE", FIOQSIZE}, {"FIGETBSZ", FIGETBSZ}, {"FIFREEZE", FIFREEZE},
+	{"FITHAW", FITHAW}, {"FS_IOC_FIEMAP", FS_IOC_FIEMAP},
+	{"_IOR(0x15, 0, char[17])", FS_IOC_GETFSUUID}, {"_IOR(0x15, 1, char[129])", FS_IOC_GETFSSYSFSPATH},
 	{"FUTEX_WAIT", FUTEX_WAIT}, {"FUTEX_WAKE", FUTEX_WAKE}, {"FUTEX_REQUEUE", FUTEX_REQUEUE},
 	{"FUTEX_CMP_REQUEUE", FUTEX_CMP_REQUEUE}, {"FUTEX_WAKE_OP", FUTEX_WAKE_OP},
 	{"FUTEX_WAIT_BITSET", FUTEX_WAIT_BITSET}, {"FUTEX_WAKE_BITSET", FUTEX_WAKE_BITSET},
@@ -53,7 +56,7 @@ func TestConstantsMatchTheKernelHeaders(t *testing.T) {
 	dir := t.TempDir()
 	var c strings.Builder
 	for _, h := range []string{"stddef.h", "stdio.h", "linux/futex.h", "asm/prctl.h", "asm/ioctls.h",
-		"linux/uio.h", "linux/signal.h", "asm-generic/fcntl.h", "linux/eventpoll.h", "linux/limits.h"} {
+		"linux/uio.h", "linux/signal.h", "asm-generic/fcntl.h", "linux/eventpoll.h", "linux/limits.h", "linux/fs.h", "linux/fiemap.h"} {
 		fmt.Fprintf(&c, "#include <%s>\n", h)
 	}
 	c.WriteString("int main(void) {\n")

@@ -95,16 +95,16 @@ func (t *Task) LandlockRestrict(rs *vfs.LandlockRuleset) error {
 	return nil
 }
 
-// landlockDomain is the task's Landlock domain, nil for none.
-func (t *Task) landlockDomain() *vfs.LandlockDomain {
+// LandlockDomain is the task's Landlock domain, nil for none.
+func (t *Task) LandlockDomain() *vfs.LandlockDomain {
 	c := t.creds
 	c.Lock()
 	defer c.Unlock()
 	return c.landlock
 }
 
-// Landlocked reports whether the task restricted itself with Landlock,
-// which then forbids it to change its mount tree (mount, umount2,
-// pivot_root answer EPERM, as Linux's hooks do): a bind mount would
-// otherwise move files out from under their rules.
-func (t *Task) Landlocked() bool { return t.landlockDomain() != nil }
+// Landlocked reports whether the task restricted its file-system access
+// with Landlock, which then forbids it to change its mount tree (mount,
+// umount2, pivot_root answer EPERM, as Linux's hooks do): a bind mount
+// would otherwise move files out from under their rules.
+func (t *Task) Landlocked() bool { return t.LandlockDomain().HandlesFS() }

@@ -148,7 +148,7 @@ func (t *Task) PtraceTraceme() error {
 	if tracer == nil {
 		return nil // the parent is exiting: Linux succeeds without a tracer
 	}
-	if !tracer.landlockDomain().Encloses(t.landlockDomain()) {
+	if !tracer.LandlockDomain().Encloses(t.LandlockDomain()) {
 		return unix.EPERM
 	}
 	tg.mu.Lock()

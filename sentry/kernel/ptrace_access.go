@@ -49,7 +49,7 @@ func (t *Task) MayPtrace(target *Task, mode PtraceMode) bool {
 	if target.tg == t.tg {
 		return true
 	}
-	if !t.landlockDomain().Encloses(target.landlockDomain()) {
+	if !t.LandlockDomain().Encloses(target.LandlockDomain()) {
 		return false
 	}
 	c := t.creds

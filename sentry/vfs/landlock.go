@@ -20,11 +20,11 @@ import (
 // A task without a domain (Creds.Landlock nil) pays one nil check per
 // access.
 
-// Landlock rights (ABI 1 to 3): the rights on files, and those that only
-// mean something on a directory.
+// Landlock's file-system rights (ABI 1 to 5): the rights on files, and
+// those that only mean something on a directory.
 const (
 	LandlockFileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
-		unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE
+		unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 	LandlockRights = LandlockFileRights | unix.LANDLOCK_ACCESS_FS_READ_DIR |
 		unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
 		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
@@ -37,31 +37,38 @@ const (
 // LANDLOCK_MAX_NUM_LAYERS): one more is E2BIG.
 const LandlockMaxLayers = 16
 
+// LandlockHandled is what a ruleset handles: file-system rights,
+// network rights (on TCP ports) and scopes.
+type LandlockHandled struct {
+	FS, Net, Scoped uint64
+}
+
 // LandlockRuleset is a ruleset being built: what landlock_create_ruleset
 // makes and landlock_add_rule fills. It may be added to domains while it
 // still grows; each domain takes a copy.
 type LandlockRuleset struct {
-	handled uint64 // the rights rules may allow, as created
+	handled LandlockHandled // the rights rules may allow, as created
 
 	mu    sync.Mutex
 	rules map[FileID]uint64
+	ports map[uint16]uint64
 }
 
-// NewLandlockRuleset returns an empty ruleset handling the rights in
-// handled (a non-empty subset of LandlockRights).
-func NewLandlockRuleset(handled uint64) *LandlockRuleset {
-	return &LandlockRuleset{handled: handled, rules: make(map[FileID]uint64)}
+// NewLandlockRuleset returns an empty ruleset handling h.
+func NewLandlockRuleset(h LandlockHandled) *LandlockRuleset {
+	return &LandlockRuleset{handled: h, rules: make(map[FileID]uint64), ports: make(map[uint16]uint64)}
 }
 
-// Handled returns the rights the ruleset was made to handle.
-func (rs *LandlockRuleset) Handled() uint64 { return rs.handled }
+// Handled returns what the ruleset was made to handle.
+func (rs *LandlockRuleset) Handled() LandlockHandled { return rs.handled }
 
 // AddRule allows access on the file at p and beneath it: access must be
-// within the ruleset's rights (EINVAL), and only rights on files for a
-// file that is not a directory (EINVAL). A file with no identity (one of
-// the sentry's own, outside any file system) takes no rule: EBADFD.
+// within the ruleset's file-system rights (EINVAL), and only rights on
+// files for a file that is not a directory (EINVAL). A file with no
+// identity (one of the sentry's own, outside any file system) takes no
+// rule: EBADFD.
 func (rs *LandlockRuleset) AddRule(p Path, access uint64) error {
-	if access&^rs.handled != 0 {
+	if access&^rs.handled.FS != 0 {
 		return unix.EINVAL
 	}
 	if p.Dentry == nil || p.Mount == anonMount {
@@ -80,20 +87,36 @@ func (rs *LandlockRuleset) AddRule(p Path, access uint64) error {
 	return nil
 }
 
+// AddPortRule allows access (network rights) on a TCP port: EINVAL for
+// rights the ruleset does not handle or a port past 65535.
+func (rs *LandlockRuleset) AddPortRule(port, access uint64) error {
+	if access&^rs.handled.Net != 0 || port > 0xffff {
+		return unix.EINVAL
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.ports[uint16(port)] |= access
+	return nil
+}
+
 // LandlockDomain is the stack of rulesets a task is restricted by. It
 // never changes once made: a task that adds a layer gets a new domain,
-// and the tasks sharing the old one keep it.
+// and the tasks sharing the old one keep it. It holds the network rules
+// and scopes too, which the socket and signal calls check.
 type LandlockDomain struct {
-	// handled holds each layer's handled rights. Every layer handles
-	// REFER, which only a rule allows (landlock(7): denied by default
-	// even where a ruleset does not name it).
-	handled []uint64
-	rules   map[FileID][]layerGrant
+	// layers holds what each layer handles. A layer that handles any
+	// file-system right handles REFER too, which only a rule allows
+	// (landlock(7): denied by default even where a ruleset does not
+	// name it).
+	layers []LandlockHandled
+	rules  map[FileID][]layerGrant
+	ports  map[uint16][]layerGrant
 	// parent is the domain this one was made on (nil: the first layer).
 	parent *LandlockDomain
 }
 
-// layerGrant is the rights one layer allows on a file and beneath it.
+// layerGrant is the rights one layer allows on a file and beneath it, or
+// on a port.
 type layerGrant struct {
 	layer  int
 	access uint64
@@ -103,29 +126,43 @@ type layerGrant struct {
 // task's new domain: E2BIG past LandlockMaxLayers. d may be nil (no
 // domain yet).
 func (d *LandlockDomain) Restrict(rs *LandlockRuleset) (*LandlockDomain, error) {
-	n := 0
-	if d != nil {
-		n = len(d.handled)
-	}
+	n := d.Layers()
 	if n >= LandlockMaxLayers {
 		return nil, unix.E2BIG
 	}
-	nd := &LandlockDomain{handled: make([]uint64, n, n+1), rules: make(map[FileID][]layerGrant), parent: d}
+	nd := &LandlockDomain{layers: make([]LandlockHandled, n, n+1), parent: d}
 	if d != nil {
-		copy(nd.handled, d.handled)
-		for id, g := range d.rules {
-			nd.rules[id] = g
-		}
+		copy(nd.layers, d.layers)
 	}
-	nd.handled = append(nd.handled, rs.handled|unix.LANDLOCK_ACCESS_FS_REFER)
+	h := rs.handled
+	if h.FS != 0 {
+		h.FS |= unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	nd.layers = append(nd.layers, h)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	for id, access := range rs.rules {
-		old := nd.rules[id]
-		// A fresh slice: the old one is shared with d.
-		nd.rules[id] = append(append(make([]layerGrant, 0, len(old)+1), old...), layerGrant{n, access})
+	var oldRules map[FileID][]layerGrant
+	var oldPorts map[uint16][]layerGrant
+	if d != nil {
+		oldRules, oldPorts = d.rules, d.ports
 	}
+	nd.rules = addLayer(oldRules, rs.rules, n)
+	nd.ports = addLayer(oldPorts, rs.ports, n)
 	return nd, nil
+}
+
+// addLayer returns old's grants with those of rules as layer n. old is
+// shared with the domain below and left as it is.
+func addLayer[K comparable](old map[K][]layerGrant, rules map[K]uint64, n int) map[K][]layerGrant {
+	out := make(map[K][]layerGrant, len(old)+len(rules))
+	for k, g := range old {
+		out[k] = g
+	}
+	for k, access := range rules {
+		g := out[k]
+		out[k] = append(append(make([]layerGrant, 0, len(g)+1), g...), layerGrant{n, access})
+	}
+	return out
 }
 
 // Layers is how many rulesets the domain stacks.
@@ -133,7 +170,21 @@ func (d *LandlockDomain) Layers() int {
 	if d == nil {
 		return 0
 	}
-	return len(d.handled)
+	return len(d.layers)
+}
+
+// HandlesFS reports whether some layer of d handles file-system rights:
+// a task in such a domain may not change its mount tree.
+func (d *LandlockDomain) HandlesFS() bool {
+	if d == nil {
+		return false
+	}
+	for _, l := range d.layers {
+		if l.FS != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Encloses reports whether d is no domain, o itself, or a domain o was
@@ -157,8 +208,8 @@ type layerRights [LandlockMaxLayers]uint64
 
 // denied returns, per layer, the rights in want the layer handles.
 func (d *LandlockDomain) denied(want uint64) (m layerRights) {
-	for i, h := range d.handled {
-		m[i] = want & h
+	for i, l := range d.layers {
+		m[i] = want & l.FS
 	}
 	return m
 }
@@ -286,13 +337,16 @@ type landlockIdent struct {
 
 // LandlockOpen checks opening the file at p for want (READ_FILE or
 // READ_DIR, WRITE_FILE, EXECUTE): EACCES unless every layer allows each.
-// It also returns the rights an open file keeps for later calls
-// (TRUNCATE, for ftruncate) that the domain denies there.
-func (dom *LandlockDomain) LandlockOpen(p Path, want uint64) (deniedLater uint64, err error) {
+// It also returns the rights an open file keeps for later calls that the
+// domain denies there: TRUNCATE (ftruncate) and, for a device, IOCTL_DEV.
+func (dom *LandlockDomain) LandlockOpen(p Path, want uint64, device bool) (deniedLater uint64, err error) {
 	if dom == nil {
 		return 0, nil
 	}
-	const later = unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	later := uint64(unix.LANDLOCK_ACCESS_FS_TRUNCATE)
+	if device {
+		later |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
 	m := dom.deniedAt(p, want|later)
 	d := m.union()
 	if d&want != 0 {

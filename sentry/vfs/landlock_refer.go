@@ -48,7 +48,8 @@ func (dom *LandlockDomain) checkRefer(oldDir Path, old *Dentry, newDir Path, vic
 		ownVictim = dom.allowedOn(victim)
 	}
 	missing, gains := uint64(0), false
-	for i, h := range dom.handled {
+	for i, l := range dom.layers {
+		h := l.FS
 		missing |= req1&h&^from[i] | req2&h&^to[i]
 		gains = gains || landlockGains(h, from[i], to[i], ownOld[i], old.isDir)
 		if exchange {

@@ -20,7 +20,7 @@ const (
 // handles handled and allows each path's rights.
 func (tr *tree) restrictedBy(handled uint64, rules map[string]uint64) *vfs.Creds {
 	tr.t.Helper()
-	rs := vfs.NewLandlockRuleset(handled)
+	rs := vfs.NewLandlockRuleset(vfs.LandlockHandled{FS: handled})
 	for name, access := range rules {
 		tr.ok(rs.AddRule(tr.path(name), access))
 	}
@@ -140,7 +140,7 @@ func TestLandlockLayersMustAllAllow(t *testing.T) {
 	tr.create(root, "/tmp/a/f", 0o644)
 	var d *vfs.LandlockDomain
 	for i, rules := range []map[string]uint64{{"/tmp": llRead | llWrite}, {"/tmp/a": llWrite}} {
-		rs := vfs.NewLandlockRuleset(llRead | llWrite)
+		rs := vfs.NewLandlockRuleset(vfs.LandlockHandled{FS: llRead | llWrite})
 		for name, access := range rules {
 			tr.ok(rs.AddRule(tr.path(name), access))
 		}
@@ -158,11 +158,11 @@ func TestLandlockLayersMustAllAllow(t *testing.T) {
 	}
 	for d.Layers() < vfs.LandlockMaxLayers {
 		var err error
-		if d, err = d.Restrict(vfs.NewLandlockRuleset(llRead)); err != nil {
+		if d, err = d.Restrict(vfs.NewLandlockRuleset(vfs.LandlockHandled{FS: llRead})); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := d.Restrict(vfs.NewLandlockRuleset(llRead)); err != unix.E2BIG {
+	if _, err := d.Restrict(vfs.NewLandlockRuleset(vfs.LandlockHandled{FS: llRead})); err != unix.E2BIG {
 		t.Errorf("layer %d: %v, want E2BIG", vfs.LandlockMaxLayers+1, err)
 	}
 }
