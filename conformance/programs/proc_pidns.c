@@ -13,7 +13,10 @@
  * fork gave it. The namespace's init ignores SIGKILL, SIGSTOP and
  * SIGTERM from inside while it has no handler; a signal it handles arrives with si_pid
  * the sender's pid in the namespace, or 0 from the parent's namespace;
- * orphans become init's children (getppid 1). A proc mounted in the
+ * orphans become init's children (getppid 1); SCM_CREDENTIALS sent
+ * from init reach the parent with init's pid there, those the parent
+ * sends reach init with pid 0, as does SO_PEERCRED of a socketpair the
+ * parent made. A proc mounted in the
  * namespace (after unshare(CLONE_NEWNS)) lists only its processes: self
  * is 1, status shows Pid 1 and NSpid 1, while the parent's /proc shows the
  * child's NSpid as its pid there and 1. setns to the child's ns/pid makes
@@ -33,6 +36,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 static const char *ns_link(const char *path)
@@ -115,6 +119,7 @@ static const char *proc_pids(void)
 }
 
 static volatile sig_atomic_t usr1_pid = -1;
+static int cred_sock[2] = { -1, -1 }; /* a socketpair the parent made */
 static int outer_ns_fd = -1; /* the parent's ns/pid, inherited by init */
 
 static void on_usr1(int sig, siginfo_t *si, void *ctx)
@@ -128,6 +133,42 @@ static int thread_fn(void *arg)
 {
 	(void)arg;
 	return 0;
+}
+
+/* send_creds sends one byte with SCM_CREDENTIALS naming pid. */
+static void send_creds(int fd, pid_t pid)
+{
+	struct ucred u = { .pid = pid, .uid = getuid(), .gid = getgid() };
+	char cbuf[CMSG_SPACE(sizeof(u))], b = 'c';
+	struct iovec iov = { &b, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_CREDENTIALS;
+	c->cmsg_len = CMSG_LEN(sizeof(u));
+	memcpy(CMSG_DATA(c), &u, sizeof(u));
+	CHECK_EQ(sendmsg(fd, &m, 0), 1);
+}
+
+/* recv_creds_pid receives one byte and returns the pid of its
+ * SCM_CREDENTIALS, -1 if it carried none. */
+static pid_t recv_creds_pid(int fd)
+{
+	struct ucred u;
+	char cbuf[CMSG_SPACE(sizeof(u))], b;
+	struct iovec iov = { &b, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+
+	if (recvmsg(fd, &m, 0) != 1)
+		return -1;
+	for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+			memcpy(&u, CMSG_DATA(c), sizeof(u));
+			return u.pid;
+		}
+	return -1;
 }
 
 /* wait_usr1 waits up to 2 s for SIGUSR1's handler to have run. */
@@ -199,6 +240,18 @@ static void init_body(int to, int from)
 	CHECK_STR(status_of(0, "NSpid"), "1");
 	CHECK_STR(status_of(1, "NStgid"), "1");
 
+	/* Credentials cross the namespace's edge translated: the parent
+	 * receives its pid in its namespace; what the parent sends, and the
+	 * socketpair's SO_PEERCRED (its maker's), read 0 here. */
+	{
+		struct ucred peer;
+		socklen_t len = sizeof(peer);
+		send_creds(cred_sock[1], 1);
+		CHECK_EQ(recv_creds_pid(cred_sock[1]), 0);
+		CHECK_OK(getsockopt(cred_sock[1], SOL_SOCKET, SO_PEERCRED, &peer, &len));
+		CHECK_EQ(peer.pid, 0);
+	}
+
 	/* From inside, the parent's namespace cannot be joined; its own
 	 * can. */
 	{
@@ -251,6 +304,12 @@ static void check_unshare_and_fork(void)
 	CHECK_OK(pipe(from));
 	outer_ns_fd = open("/proc/self/ns/pid", O_RDONLY);
 	CHECK(outer_ns_fd >= 0);
+	CHECK_OK(socketpair(AF_UNIX, SOCK_DGRAM, 0, cred_sock));
+	{
+		int on = 1;
+		CHECK_OK(setsockopt(cred_sock[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)));
+		CHECK_OK(setsockopt(cred_sock[1], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)));
+	}
 	child = check_fork();
 	if (child == 0) {
 		close(to[0]);
@@ -260,6 +319,8 @@ static void check_unshare_and_fork(void)
 	close(to[1]);
 	close(from[0]);
 	CHECK(child > 1);
+	CHECK_EQ(recv_creds_pid(cred_sock[0]), child);
+	send_creds(cred_sock[0], mypid);
 	CHECK_EQ(read(to[0], &c, 1), 1); /* the child has checked itself */
 
 	char child_ns[64], path[64];

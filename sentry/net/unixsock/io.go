@@ -57,6 +57,7 @@ func parseSCM(t *kernel.Task, cmsgs []socket.Cmsg) (scm, error) {
 				s.release()
 				return scm{}, unix.EPERM
 			}
+			u.pid = t.RootID(u.pid) // the sender named it in its pid namespace
 			s.creds = u
 		default:
 			s.release()
@@ -557,20 +558,20 @@ loop:
 		}
 		return 0, result
 	}
-	e.scmRecv(m, creds, passcred, rights)
+	e.scmRecv(t, m, creds, passcred, rights)
 	return copied, nil
 }
 
 // scmRecv fills the received control data as scm_recv does: the
 // credentials when SO_PASSCRED is on (pid 0 and the overflow ids for a
-// message that carried none), then the files.
-func (e *endpoint) scmRecv(m *socket.RecvMessage, creds *ucred, passcred bool, rights []*vfs.File) {
+// message that carried none), then the files, for the reader t.
+func (e *endpoint) scmRecv(t *kernel.Task, m *socket.RecvMessage, creds *ucred, passcred bool, rights []*vfs.File) {
 	if passcred {
 		u := ucred{uid: overflowID, gid: overflowID}
 		if creds != nil {
 			u = *creds
 		}
-		b := binary.LittleEndian.AppendUint32(nil, uint32(u.pid))
+		b := binary.LittleEndian.AppendUint32(nil, uint32(u.pidSeenBy(t)))
 		b = binary.LittleEndian.AppendUint32(b, u.uid)
 		b = binary.LittleEndian.AppendUint32(b, u.gid)
 		m.Control.Cmsgs = append(m.Control.Cmsgs, socket.Cmsg{Level: unix.SOL_SOCKET, Type: unix.SCM_CREDENTIALS, Data: b})
@@ -659,7 +660,7 @@ func (e *endpoint) recvDgram(t *kernel.Task, dst *vfs.IOSeq, m *socket.RecvMessa
 			msg.rights = nil
 		}
 	}
-	e.scmRecv(m, msg.creds, e.passcredLocked(), rights)
+	e.scmRecv(t, m, msg.creds, e.passcredLocked(), rights)
 	if m.Flags&unix.MSG_TRUNC != 0 {
 		return len(msg.data), nil
 	}

@@ -41,7 +41,7 @@ func (e *endpoint) GetSockOpt(t *kernel.Task, level, name, size int) ([]byte, er
 		if e.peercred != nil {
 			u = *e.peercred
 		}
-		b := binary.LittleEndian.AppendUint32(nil, uint32(u.pid))
+		b := binary.LittleEndian.AppendUint32(nil, uint32(u.pidSeenBy(t)))
 		b = binary.LittleEndian.AppendUint32(b, u.uid)
 		return binary.LittleEndian.AppendUint32(b, u.gid), nil
 	case unix.SO_COOKIE:

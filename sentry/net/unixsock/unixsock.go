@@ -80,7 +80,8 @@ func nsOf(k *kernel.Kernel) *namespace {
 }
 
 // ucred is a process's credentials as SO_PEERCRED and SCM_CREDENTIALS
-// carry them.
+// carry them; pid is the sandbox's pid namespace's, translated for each
+// reader (pidSeenBy).
 type ucred struct {
 	pid      int32
 	uid, gid uint32
@@ -202,7 +203,7 @@ func taskCred(t *kernel.Task) *ucred {
 	c := t.Creds()
 	c.Lock()
 	defer c.Unlock()
-	return &ucred{pid: t.PID(), uid: c.EUID, gid: c.EGID}
+	return &ucred{pid: t.ThreadGroup().PID(), uid: c.EUID, gid: c.EGID}
 }
 
 // senderCred is what a message carries when SO_PASSCRED asks for it
@@ -211,7 +212,16 @@ func senderCred(t *kernel.Task) *ucred {
 	c := t.Creds()
 	c.Lock()
 	defer c.Unlock()
-	return &ucred{pid: t.PID(), uid: c.UID, gid: c.GID}
+	return &ucred{pid: t.ThreadGroup().PID(), uid: c.UID, gid: c.GID}
+}
+
+// pidSeenBy is u's pid as t, a reader of it, sees it: 0 for a process
+// outside t's pid namespace, as Linux's pid_vnr.
+func (u ucred) pidSeenBy(t *kernel.Task) int32 {
+	if t == nil {
+		return u.pid
+	}
+	return t.SeenID(u.pid)
 }
 
 // Family, Type and Protocol implement socket.Socket.
