@@ -36,7 +36,7 @@ that died leaves sandboxes that the next one at the same --state removes.`,
 		o.String(&so.apiKey, "api-key", "KEY", "", "the API key clients must send (X-API-Key); default $MOAT_API_KEY")
 		o.String(&so.state, "state", "DIR", "/run/moat-serve", "directory for the sandboxes' state")
 		o.Strings(&so.templates, "template", "NAME=ROOTFS", "a template: sandboxes of NAME run on the directory ROOTFS (at least base)")
-		o.Strings(&so.images, "image", "NAME=IMAGE", "a template from podman's image store: sandboxes of NAME run on IMAGE's root file system, mounted with podman image mount while the server runs")
+		o.Strings(&so.images, "image", "NAME=IMAGE", "a template from podman's image store: sandboxes of NAME run on IMAGE's root file system, mounted with podman image mount while the server runs; its config's Env is the base of every process's environment")
 		o.String(&so.domain, "domain", "DOMAIN", "", "also route requests for Host <port>-<sandbox>.DOMAIN to the sandbox")
 		o.Int(&so.pool, "pool", "N", 0, "keep up to N sandboxes of each template booted ahead, handed over at create (as many as the busiest second of the last minute asked for, at least 1)")
 		return func(g *globalOptions, _ []string) error { return serve(g, so) }
@@ -60,6 +60,11 @@ func serve(g *globalOptions, so serveOptions) error {
 	if so.pool < 0 {
 		return fmt.Errorf("--pool %d: not a count", so.pool)
 	}
+	// From the start: a SIGTERM while images are mounted (or sandboxes
+	// booted for the pools) ends the server through its clean-up.
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(stop)
 	templates := map[string]string{}
 	for _, t := range so.templates {
 		name, dir, ok := strings.Cut(t, "=")
@@ -77,6 +82,7 @@ func serve(g *globalOptions, so serveOptions) error {
 	}
 	var images imageTemplates
 	defer images.release()
+	imageEnv := map[string][]string{}
 	for _, t := range so.images {
 		name, ref, ok := strings.Cut(t, "=")
 		if !ok || name == "" || ref == "" {
@@ -89,7 +95,12 @@ func serve(g *globalOptions, so serveOptions) error {
 		if err != nil {
 			return fmt.Errorf("--image %s: %w", name, err)
 		}
-		templates[name] = dir
+		env, err := images.env(ref)
+		if err != nil {
+			return fmt.Errorf("--image %s: %w", name, err)
+		}
+		templates[name], imageEnv[name] = dir, env
+		fmt.Fprintf(os.Stderr, "moat serve: template %s: image %s, %d environment variables from its config\n", name, ref, len(env))
 	}
 	if len(templates) == 0 {
 		return errors.New("no template: give --template base=ROOTFS or --image base=IMAGE")
@@ -103,7 +114,7 @@ func serve(g *globalOptions, so serveOptions) error {
 		return err
 	}
 	srv, err := e2b.New(e2b.Config{
-		APIKey: key, StateDir: state, Templates: templates, Moat: self, Domain: so.domain, Pool: so.pool,
+		APIKey: key, StateDir: state, Templates: templates, TemplateEnv: imageEnv, Moat: self, Domain: so.domain, Pool: so.pool,
 		// The templates' trees are shared by every sandbox: writes stay in
 		// each sandbox's overlay whatever the caller's --rootfs-writes.
 		Flags: []string{"--platform", g.platform, "--rootfs-writes", bundle.WritesOverlay},
@@ -120,9 +131,6 @@ func serve(g *globalOptions, so serveOptions) error {
 		return err
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(stop)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(l) }()
 	fmt.Fprintf(os.Stderr, "moat serve: listening on %s\n", l.Addr())

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -36,6 +37,21 @@ func (it *imageTemplates) mount(ref string) (string, error) {
 		return "", fmt.Errorf("podman image mount %s gave %q, not a directory", ref, dir)
 	}
 	return dir, nil
+}
+
+// env returns the environment image ref's config sets (its Env: KEY=VALUE
+// entries), the base of every process's in its sandboxes, as an engine
+// gives a container of the image.
+func (it *imageTemplates) env(ref string) ([]string, error) {
+	out, err := podman("image", "inspect", "--format", "{{json .Config.Env}}", ref)
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &env); err != nil {
+		return nil, fmt.Errorf("podman image inspect %s: its Env %q: %w", ref, strings.TrimSpace(out), err)
+	}
+	return env, nil
 }
 
 // release unmounts every image mounted; podman counts the mounts of an

@@ -2,6 +2,8 @@ package engines
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,19 +16,25 @@ import (
 	"time"
 )
 
+// envImage is busyboxTar's image with an environment in its config.
+const envImage = "localhost/moat-engines-busybox-env:1"
+
 // TestServeRunsSandboxesOnAPodmanImage: moat serve --image base=IMAGE
 // makes a template of an image in podman's store: a sandbox created
-// through E2B's API runs on the image's root file system, and the image
-// is unmounted again when the server ends. An image podman does not have
-// is a one-line error that names the flag.
+// through E2B's API runs on the image's root file system, a process
+// started through envd gets the environment the image's config sets, and
+// the image is unmounted again when the server ends. An image podman does
+// not have is a one-line error that names the flag.
 func TestServeRunsSandboxesOnAPodmanImage(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: moat serve creates sandboxes, and podman image mount needs root")
 	}
 	needPackages(t, "podman", "podman")
-	if r := run(t, "podman", "import", "-q", busyboxTar(t), image); r.code != 0 {
+	image := envImage
+	if r := run(t, "podman", "import", "-q", "--change", "ENV GREETING=hello-from-the-image", busyboxTar(t), image); r.code != 0 {
 		t.Fatalf("podman import: %s", r.stderr)
 	}
+	defer run(t, "podman", "rmi", "-f", image)
 	state := filepath.Join(t.TempDir(), "state")
 
 	if r := run(t, moatBinary(t), "serve", "--api-key", "k", "--state", state, "--image", "base=localhost/moat-no-such-image:1"); r.code == 0 ||
@@ -63,7 +71,9 @@ func TestServeRunsSandboxesOnAPodmanImage(t *testing.T) {
 	sc := bufio.NewScanner(stderr)
 	addr := ""
 	for addr == "" && sc.Scan() {
-		addr, _ = strings.CutPrefix(sc.Text(), "moat serve: listening on ")
+		if a, ok := strings.CutPrefix(sc.Text(), "moat serve: listening on "); ok {
+			addr = a
+		}
 	}
 	if addr == "" {
 		t.Fatal("moat serve ended without listening")
@@ -82,6 +92,7 @@ func TestServeRunsSandboxesOnAPodmanImage(t *testing.T) {
 	}
 	var created struct {
 		SandboxID string `json:"sandboxID"`
+		Token     string `json:"envdAccessToken"`
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -92,5 +103,65 @@ func TestServeRunsSandboxesOnAPodmanImage(t *testing.T) {
 	r := run(t, moatBinary(t), "--root", filepath.Join(state, "run"), "exec", created.SandboxID, "/bin/cat", "/etc/passwd")
 	if r.code != 0 || r.stdout != "root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n" {
 		t.Errorf("cat /etc/passwd in the sandbox: status %d, stdout %q, stderr %q; want the image's", r.code, r.stdout, r.stderr)
+	}
+	if out := envdRun(t, addr, created.SandboxID, created.Token, "/bin/sh", "-c", "echo $GREETING"); out != "hello-from-the-image\n" {
+		t.Errorf("echo $GREETING through envd printed %q; want the image's environment", out)
+	}
+}
+
+// envdRun runs a command as root through envd's Process.Start (Connect's
+// server streaming, JSON messages in 5-byte envelopes, as the SDKs send
+// it) and returns its standard output.
+func envdRun(t *testing.T, addr, id, token string, cmd string, args ...string) string {
+	t.Helper()
+	msg, err := json.Marshal(map[string]any{"process": map[string]any{"cmd": cmd, "args": args}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := append([]byte{0, 0, 0, 0, 0}, msg...)
+	binary.BigEndian.PutUint32(body[1:5], uint32(len(msg)))
+	req, err := http.NewRequest("POST", "http://"+addr+"/process.Process/Start", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/connect+json")
+	req.Header.Set("E2b-Sandbox-Id", id)
+	req.Header.Set("X-Access-Token", token)
+	req.SetBasicAuth("root", "")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("Process.Start: %d %s", resp.StatusCode, b)
+	}
+	var stdout []byte
+	for {
+		var head [5]byte
+		if _, err := io.ReadFull(resp.Body, head[:]); err != nil {
+			t.Fatalf("Process.Start's stream ended without its end message: %v", err)
+		}
+		data := make([]byte, binary.BigEndian.Uint32(head[1:]))
+		if _, err := io.ReadFull(resp.Body, data); err != nil {
+			t.Fatal(err)
+		}
+		if head[0]&2 != 0 { // the end of the stream
+			return string(stdout)
+		}
+		var m struct {
+			Event struct {
+				Data *struct {
+					Stdout []byte `json:"stdout"`
+				} `json:"data"`
+			} `json:"event"`
+		}
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("Process.Start message %s: %v", data, err)
+		}
+		if m.Event.Data != nil {
+			stdout = append(stdout, m.Event.Data.Stdout...)
+		}
 	}
 }

@@ -247,7 +247,7 @@ func (s *Server) boot(template, rootfs string, network egress, metadata, env map
 	}
 	id := inst.id
 	sb := &sandbox{id: id, templateID: template, rootfs: rootfs, token: randomToken(),
-		metadata: metadata, envVars: env, startedAt: time.Now().UTC(), inst: inst,
+		metadata: metadata, envVars: env, imageEnv: s.cfg.TemplateEnv[template], startedAt: time.Now().UTC(), inst: inst,
 		allowlisted: network.user && network.allow != nil, procs: make(map[uint32]*process)}
 	if sb.metadata == nil {
 		sb.metadata = map[string]string{}

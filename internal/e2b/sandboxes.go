@@ -26,6 +26,7 @@ type sandbox struct {
 	token      string // envd's access token
 	metadata   map[string]string
 	envVars    map[string]string
+	imageEnv   []string // the template's image's (Config.TemplateEnv)
 	startedAt  time.Time
 	inst       *instance
 	// allowlisted: its network is an allowlist, whose refusals the
@@ -161,7 +162,13 @@ func (u guestUser) resolve(p string) string {
 // empty) with the sandbox's environment and env.
 func (sb *sandbox) spec(u guestUser, args []string, cwd string, env map[string]string) *specs.Process {
 	name, value, _ := strings.Cut(defaultPath, "=")
-	vars := map[string]string{name: value, "HOME": u.home, "USER": u.name, "LOGNAME": u.name}
+	vars := map[string]string{name: value}
+	for _, kv := range sb.imageEnv {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			vars[k] = v
+		}
+	}
+	vars["HOME"], vars["USER"], vars["LOGNAME"] = u.home, u.name, u.name
 	for k, v := range sb.envVars {
 		vars[k] = v
 	}

@@ -44,6 +44,11 @@ type Config struct {
 	StateDir string
 	// Templates name the root file systems sandboxes are made from.
 	Templates map[string]string
+	// TemplateEnv is, by template, the environment its image sets
+	// (KEY=VALUE, an OCI image config's Env): the base of every
+	// process's, under the user's HOME, USER and LOGNAME, the sandbox's
+	// envVars and the process's own.
+	TemplateEnv map[string][]string
 	// Moat is the moat binary and Flags its global flags (--platform).
 	Moat  string
 	Flags []string
