@@ -31,7 +31,17 @@ func Flock(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if f.Flags()&unix.O_PATH != 0 {
 		return 0, unix.EBADF
 	}
-	return 0, vfs.Locks.Flock(t, f, op, t.PID())
+	return 0, vfs.Locks.Flock(t, f, op, t.ThreadGroup().PID())
+}
+
+// seenLockPID is a lock's pid, which the lock table keeps as the
+// sandbox's pid namespace numbers it, as t sees it: 0 for a process
+// outside t's namespace, -1 (an OFD lock's) as it is.
+func seenLockPID(t *kernel.Task, pid int32) int32 {
+	if pid <= 0 {
+		return pid
+	}
+	return t.SeenID(pid)
 }
 
 // fcntlLock serves fcntl's F_GETLK, F_SETLK, F_SETLKW and their F_OFD_
@@ -61,7 +71,7 @@ func fcntlLock(t *kernel.Task, f *vfs.File, cmd int32, addr uintptr) (uintptr, e
 		got := vfs.Locks.TestRecordLock(f, owner, vfs.RecordLock{Type: fl.Type, Start: start, End: end})
 		fl.Type = got.Type
 		if got.Type != unix.F_UNLCK {
-			fl.Whence, fl.Start, fl.Pid = unix.SEEK_SET, got.Start, got.PID
+			fl.Whence, fl.Start, fl.Pid = unix.SEEK_SET, got.Start, seenLockPID(t, got.PID)
 			fl.Len = 0
 			if got.End != vfs.OffsetMax {
 				fl.Len = got.End - got.Start + 1
@@ -91,5 +101,5 @@ func fcntlLock(t *kernel.Task, f *vfs.File, cmd int32, addr uintptr) (uintptr, e
 	}
 	wait := cmd == unix.F_SETLKW || cmd == unix.F_OFD_SETLKW
 	r := vfs.RecordLock{Type: fl.Type, Start: start, End: end}
-	return 0, vfs.Locks.SetRecordLock(t, f, owner, ofd, r, t.PID(), wait)
+	return 0, vfs.Locks.SetRecordLock(t, f, owner, ofd, r, t.ThreadGroup().PID(), wait)
 }

@@ -16,7 +16,7 @@
  * orphans become init's children (getppid 1); SCM_CREDENTIALS sent
  * from init reach the parent with init's pid there, those the parent
  * sends reach init with pid 0, as does SO_PEERCRED of a socketpair the
- * parent made. A proc mounted in the
+ * parent made; F_GETLK names a lock's holder the same way. A proc mounted in the
  * namespace (after unshare(CLONE_NEWNS)) lists only its processes: self
  * is 1, status shows Pid 1 and NSpid 1, while the parent's /proc shows the
  * child's NSpid as its pid there and 1. setns to the child's ns/pid makes
@@ -35,6 +35,7 @@
 
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -120,6 +121,18 @@ static const char *proc_pids(void)
 
 static volatile sig_atomic_t usr1_pid = -1;
 static int cred_sock[2] = { -1, -1 }; /* a socketpair the parent made */
+static int lock_fd = -1;               /* a memfd the parent locks byte 10 of */
+
+/* lock_pid is F_GETLK's l_pid for a write lock of byte at of lock_fd, -1
+ * when none holds it. */
+static pid_t lock_pid(off_t at)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = at, .l_len = 1 };
+
+	if (fcntl(lock_fd, F_GETLK, &fl) != 0)
+		return -2;
+	return fl.l_type == F_UNLCK ? -1 : fl.l_pid;
+}
 static int outer_ns_fd = -1; /* the parent's ns/pid, inherited by init */
 
 static void on_usr1(int sig, siginfo_t *si, void *ctx)
@@ -252,6 +265,14 @@ static void init_body(int to, int from)
 		CHECK_EQ(peer.pid, 0);
 	}
 
+	/* A lock's holder outside the namespace shows as pid 0; this one's
+	 * shows to the parent as its pid there. */
+	{
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+		CHECK_EQ(lock_pid(10), 0);
+		CHECK_OK(fcntl(lock_fd, F_SETLK, &fl));
+	}
+
 	/* From inside, the parent's namespace cannot be joined; its own
 	 * can. */
 	{
@@ -305,6 +326,12 @@ static void check_unshare_and_fork(void)
 	outer_ns_fd = open("/proc/self/ns/pid", O_RDONLY);
 	CHECK(outer_ns_fd >= 0);
 	CHECK_OK(socketpair(AF_UNIX, SOCK_DGRAM, 0, cred_sock));
+	lock_fd = CHECK_OK(memfd_create("pidns-locks", 0));
+	CHECK_OK(ftruncate(lock_fd, 64));
+	{
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 10, .l_len = 1 };
+		CHECK_OK(fcntl(lock_fd, F_SETLK, &fl));
+	}
 	{
 		int on = 1;
 		CHECK_OK(setsockopt(cred_sock[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)));
@@ -322,6 +349,7 @@ static void check_unshare_and_fork(void)
 	CHECK_EQ(recv_creds_pid(cred_sock[0]), child);
 	send_creds(cred_sock[0], mypid);
 	CHECK_EQ(read(to[0], &c, 1), 1); /* the child has checked itself */
+	CHECK_EQ(lock_pid(0), child);
 
 	char child_ns[64], path[64];
 	snprintf(path, sizeof(path), "/proc/%d/ns/pid", child);

@@ -47,7 +47,7 @@ func (f *fs) rootDir() *node {
 			return []byte(fmt.Sprintf("%s version %s (moat) %s\n", kernel.OSType, kernel.Release, kernel.Version)), nil
 		}),
 		file("filesystems", func() ([]byte, error) { return filesystems(), nil }),
-		file("locks", locks),
+		file("locks", f.locks),
 		{"net", f.netDir()}, // net.go
 		{"sys", f.sysDir()},
 		{"sysvipc", f.sysvipcDir()},
