@@ -31,7 +31,7 @@ const (
 	noteAIO             = "operations (pread, pwrite, preadv, pwritev, fsync, fdsync) complete at submit, as Linux's buffered ones do, their events on the ring in the caller's memory and IOCB_FLAG_RESFD's eventfd signalled; IOCB_CMD_POLL is EINVAL; a fork's child has no contexts"
 	noteKeys            = "the sandbox's own keys (none of the host's): thread, process, session, user and user session keyrings, types user, logon and keyring; a key a task reaches it may use in every way (permissions are not checked), and no quotas"
 	noteOneNode         = "the sandbox has one memory node: Linux built without NUMA answers ENOSYS, which libnuma reads as NUMA unavailable"
-	noteLandlock        = "Landlock ABI 5, enforced by the sentry: every file-system right (rules on the file itself, not its name) and the TCP bind and connect rights; the scoping and audit flags of ABIs 6 and 7 are refused as a Linux 6.10 kernel refuses them"
+	noteLandlock        = "Landlock ABI 7, enforced by the sentry: every file-system right (rules on the file itself, not its name), the TCP bind and connect rights, the signal and abstract unix socket scopes; the audit flags change nothing, as on a Linux built without audit"
 )
 
 // Areas that will bring the calls moat lacks for now.
@@ -405,7 +405,7 @@ var table = [...]Entry{
 	443: notYet("quotactl_fd", areaQuotas),
 	444: partial("landlock_create_ruleset", LandlockCreateRuleset, noteLandlock),
 	445: partial("landlock_add_rule", LandlockAddRule, noteLandlock),
-	446: partial("landlock_restrict_self", LandlockRestrictSelf, noteLandlock+"; no flags (ABI 7's audit-log flags are EINVAL)"),
+	446: partial("landlock_restrict_self", LandlockRestrictSelf, noteLandlock),
 	447: byDesign("memfd_secret", unix.ENOSYS, "memory hidden from the kernel could not be hidden from the sentry; Linux booted without secretmem answers ENOSYS"),
 	448: full("process_mrelease", ProcessMrelease),
 	449: partial("futex_waitv", FutexWaitv, noteFutex2),

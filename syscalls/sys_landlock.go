@@ -14,24 +14,32 @@ import (
 
 // Landlock (landlock(7)): the three calls that build a ruleset and
 // restrict the caller with it; vfs enforces the domain on files
-// (vfs/landlock.go), bind and connect on TCP ports (landlockSocket below).
-// moat implements ABI 5: every file-system right up to IOCTL_DEV and the
-// TCP rights. Scoping (ABI 6) and the audit flags (7) are not
-// implemented, so the calls refuse them as a Linux 6.10 kernel does.
+// (vfs/landlock.go), bind and connect on TCP ports (landlockSocket
+// below), and the signal and unix socket calls its scopes. moat
+// implements ABI 7: every file-system right, the TCP rights, both scopes,
+// and restrict_self's audit flags, which are taken and change nothing, as
+// on a Linux built without audit: the sandbox has no audit log.
 
 // landlockABI is the Landlock ABI version moat implements.
-const landlockABI = 5
+const landlockABI = 7
 
-// landlockErrata are the Landlock errata whose fixed behaviour moat has,
-// of those that apply to its ABI: erratum 1 (ABI 4), only TCP sockets
-// restricted (not other stream protocols), and erratum 3 (ABI 1), rights
+// landlockErrata are the Landlock errata whose fixed behaviour moat has:
+// erratum 1 (ABI 4), only TCP sockets restricted (not other stream
+// protocols); erratum 2 (ABI 6), a thread always signals its own
+// process's threads (kernel.Task.MaySignal); erratum 3 (ABI 1), rights
 // from a directory moved out of a bind mount's tree (vfs's landlockWalk).
-const landlockErrata = 1<<0 | 1<<2
+const landlockErrata = 1<<0 | 1<<1 | 1<<2
 
-// sizeofRulesetAttr is struct landlock_ruleset_attr as ABI 5 knows it:
-// handled_access_fs and handled_access_net. A larger struct is taken if
-// the rest is zero.
-const sizeofRulesetAttr = 16
+// sizeofRulesetAttr is struct landlock_ruleset_attr as ABI 7 knows it:
+// handled_access_fs, handled_access_net and scoped. A larger struct is
+// taken if the rest is zero.
+const sizeofRulesetAttr = 24
+
+// restrictSelfFlags are landlock_restrict_self's flags (ABI 7): LOG_SAME_EXEC_OFF,
+// LOG_NEW_EXEC_ON and LOG_SUBDOMAINS_OFF, which only say what the audit
+// log records.
+const restrictSelfFlags = unix.LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF | unix.LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON |
+	unix.LANDLOCK_RESTRICT_SELF_LOG_SUBDOMAINS_OFF
 
 // sizeofPathBeneathAttr is struct landlock_path_beneath_attr (packed): a
 // u64 allowed_access and an s32 parent_fd.
@@ -62,8 +70,9 @@ func LandlockCreateRuleset(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error)
 	if err != nil {
 		return 0, err
 	}
-	h := vfs.LandlockHandled{FS: binary.LittleEndian.Uint64(b), Net: binary.LittleEndian.Uint64(b[8:])}
-	if h.FS&^vfs.LandlockRights != 0 || h.Net&^vfs.LandlockNetRights != 0 {
+	le := binary.LittleEndian
+	h := vfs.LandlockHandled{FS: le.Uint64(b), Net: le.Uint64(b[8:]), Scoped: le.Uint64(b[16:])}
+	if h.FS&^vfs.LandlockRights != 0 || h.Net&^vfs.LandlockNetRights != 0 || h.Scoped&^vfs.LandlockScopes != 0 {
 		return 0, unix.EINVAL
 	}
 	if h == (vfs.LandlockHandled{}) {
@@ -137,15 +146,21 @@ func addPathRule(t *kernel.Task, rs *vfs.LandlockRuleset, addr uintptr) error {
 // LandlockRestrictSelf implements Linux syscall landlock_restrict_self(2):
 // the caller (this thread alone) gets the ruleset as a new layer of its
 // domain, which its children and programs it runs keep. It needs
-// no_new_privs or CAP_SYS_ADMIN (EPERM), as seccomp filters do.
+// no_new_privs or CAP_SYS_ADMIN (EPERM), as seccomp filters do. The audit
+// flags are taken; LOG_SUBDOMAINS_OFF alone may come with no ruleset (fd
+// -1), which then changes nothing else.
 func LandlockRestrictSelf(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if !t.Prctl().NoNewPrivs && !t.HasCap(unix.CAP_SYS_ADMIN) {
 		return 0, unix.EPERM
 	}
-	if a.Uint(1) != 0 {
+	fd, flags := a.Int(0), a.Uint(1)
+	if flags&^restrictSelfFlags != 0 {
 		return 0, unix.EINVAL
 	}
-	rs, err := rulesetAt(t, a.Int(0), unix.O_RDONLY)
+	if fd == -1 && flags == unix.LANDLOCK_RESTRICT_SELF_LOG_SUBDOMAINS_OFF {
+		return 0, nil
+	}
+	rs, err := rulesetAt(t, fd, unix.O_RDONLY)
 	if err != nil {
 		return 0, err
 	}

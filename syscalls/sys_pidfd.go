@@ -103,7 +103,7 @@ func PidfdSendSignal(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, unix.ESRCH
 	case sig != 0 && !kernel.ValidSignal(sig):
 		return 0, unix.EINVAL
-	case !t.CanSignal(tg):
+	case !t.MaySignalProcess(tg):
 		return 0, unix.EPERM
 	}
 	if sig != 0 && !tg.UnkillableBy(t, sig) {

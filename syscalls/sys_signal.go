@@ -210,7 +210,7 @@ func Kill(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	sent := 0
 	for _, tg := range targets {
-		if !t.CanSignal(tg) {
+		if !t.MaySignalProcess(tg) {
 			continue
 		}
 		sent++
@@ -263,7 +263,7 @@ func threadKill(t *kernel.Task, tgid, tid int32, sig int) error {
 	if target == nil || (tgid != 0 && t.SeenID(target.ThreadGroup().PID()) != tgid) {
 		return unix.ESRCH
 	}
-	if !t.CanSignal(target.ThreadGroup()) {
+	if !t.MaySignal(target) {
 		return unix.EPERM
 	}
 	if sig != 0 && !target.ThreadGroup().UnkillableBy(t, sig) {
@@ -317,10 +317,16 @@ func sigqueue(t *kernel.Task, tgid, tid int32, sig int, infoAddr uintptr) error 
 		if target == nil || target.ThreadGroup() != tg {
 			return unix.ESRCH
 		}
+		if !t.MaySignal(target) {
+			return unix.EPERM
+		}
 		if !tg.UnkillableBy(t, sig) {
 			target.SendSignal(info)
 		}
 		return nil
+	}
+	if !t.MaySignalProcess(tg) {
+		return unix.EPERM
 	}
 	if !tg.UnkillableBy(t, sig) {
 		tg.SendSignal(info)

@@ -11,6 +11,12 @@
 #include <stdint.h>
 #include <sys/prctl.h>
 
+/* The C library's headers may predate ABI 7. */
+#ifndef LANDLOCK_RESTRICT_SELF_LOG_SUBDOMAINS_OFF
+#define LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF (1U << 0)
+#define LANDLOCK_RESTRICT_SELF_LOG_SUBDOMAINS_OFF (1U << 2)
+#endif
+
 static long create_ruleset(const void *attr, size_t size, unsigned flags)
 {
 	return syscall(SYS_landlock_create_ruleset, attr, size, flags);
@@ -82,6 +88,9 @@ int main(int argc, char **argv)
 	attr[1] = 1ULL << 40; /* handled_access_net */
 	CHECK_ERR(create_ruleset(attr, 16, 0), EINVAL);
 	attr[1] = 0;
+	attr[2] = 1ULL << 40; /* scoped */
+	CHECK_ERR(create_ruleset(attr, 24, 0), abi >= 6 ? EINVAL : E2BIG);
+	attr[2] = 0;
 
 	attr[0] = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
 		  LANDLOCK_ACCESS_FS_WRITE_FILE;
@@ -153,6 +162,12 @@ int main(int argc, char **argv)
 		}
 		CHECK_ERR(restrict_self(fd, 1u << 31), EINVAL);
 		CHECK_ERR(restrict_self(-1, 0), EBADF);
+		if (abi >= 7) {
+			/* The audit flags; LOG_SUBDOMAINS_OFF alone needs no
+			 * ruleset, and adds no layer. */
+			CHECK_OK(restrict_self(-1, LANDLOCK_RESTRICT_SELF_LOG_SUBDOMAINS_OFF));
+			CHECK_ERR(restrict_self(-1, LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF), EBADF);
+		}
 		CHECK_ERR(restrict_self(dir, 0), EBADF); /* O_PATH */
 		CHECK_ERR(restrict_self(pfd[0], 0), EBADFD);
 		/* Sixteen layers, and not one more. */

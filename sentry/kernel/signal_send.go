@@ -168,6 +168,25 @@ func (t *Task) CanSignal(tg *ThreadGroup) bool {
 	return uid == tc.UID || uid == tc.SUID || euid == tc.UID || euid == tc.SUID
 }
 
+// MaySignal reports whether t may send a signal to target (a process's
+// leader for a signal to the process): CanSignal, and, as Linux's Landlock
+// hook adds, not out of a domain that scopes signals to a task outside it.
+// A thread of t's own process is always reached.
+func (t *Task) MaySignal(target *Task) bool {
+	if !t.CanSignal(target.tg) {
+		return false
+	}
+	return target.tg == t.tg || !t.LandlockDomain().Scopes(target.LandlockDomain(), unix.LANDLOCK_SCOPE_SIGNAL)
+}
+
+// MaySignalProcess is MaySignal for a signal to the process tg.
+func (t *Task) MaySignalProcess(tg *ThreadGroup) bool {
+	if target := tg.Leader(); target != nil {
+		return t.MaySignal(target)
+	}
+	return t.CanSignal(tg) // a zombie: a signal does nothing to it
+}
+
 // SigMask and SetSigMask are the blocked-signal set (rt_sigprocmask).
 func (t *Task) SigMask() uint64 {
 	t.tg.mu.Lock()

@@ -194,3 +194,37 @@ func TestLandlockRenameNeedsReferAndNoGain(t *testing.T) {
 		t.Errorf("a move the file's own rule already allows: %v", err)
 	}
 }
+
+func TestLandlockScopesReachOnlyTheDomainAndBelow(t *testing.T) {
+	scoped := vfs.NewLandlockRuleset(vfs.LandlockHandled{Scoped: unix.LANDLOCK_SCOPE_SIGNAL})
+	fsOnly := vfs.NewLandlockRuleset(vfs.LandlockHandled{FS: llRead})
+	a, err := (*vfs.LandlockDomain)(nil).Restrict(scoped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := a.Restrict(fsOnly) // made on a
+	c, _ := a.Restrict(scoped) // made on a, a sibling of b
+	free, _ := (*vfs.LandlockDomain)(nil).Restrict(fsOnly)
+	const sig = unix.LANDLOCK_SCOPE_SIGNAL
+	for _, tc := range []struct {
+		name           string
+		client, server *vfs.LandlockDomain
+		want           bool
+	}{
+		{"no domain", nil, a, false},
+		{"to no domain", a, nil, true},
+		{"the same domain", a, a, false},
+		{"to one made on it", a, b, false},
+		{"from one made on it, not scoping", b, a, false},
+		{"from one made on it, scoping", c, a, true},
+		{"between siblings", c, b, true},
+		{"a domain that does not scope", free, nil, false},
+	} {
+		if got := tc.client.Scopes(tc.server, sig); got != tc.want {
+			t.Errorf("%s: Scopes = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if a.Scopes(nil, unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET) {
+		t.Error("a signal scope keeps abstract sockets too")
+	}
+}

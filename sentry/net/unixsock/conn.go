@@ -157,6 +157,10 @@ func (e *endpoint) Connect(t *kernel.Task, addr []byte, nonblock bool) error {
 			}
 			return unix.EINVAL
 		}
+		if landlockScoped(t, addr, other) {
+			e.ns.mu.Unlock()
+			return unix.EPERM
+		}
 		conn := &endpoint{ns: e.ns, typ: e.typ, state: stEstablished, peer: e, backlog: maxDgramQlen,
 			peercred: taskCred(t), opts: socket.NewOptions()}
 		conn.Init(other.IDs())
@@ -211,7 +215,7 @@ func (e *endpoint) connectDgram(t *kernel.Task, addr []byte) error {
 			}
 			e.ns.mu.Unlock()
 		}
-		if !mayDgramSend(e, other) {
+		if !mayDgramSend(e, other) || landlockScoped(t, addr, other) {
 			e.ns.mu.Unlock()
 			return unix.EPERM
 		}
@@ -241,6 +245,14 @@ func (e *endpoint) connectDgram(t *kernel.Task, addr []byte) error {
 // mayDgramSend is unix_may_send: other takes datagrams from anyone unless
 // it is connected, then from its peer alone.
 func mayDgramSend(e, other *endpoint) bool { return other.peer == nil || other.peer == e }
+
+// landlockScoped reports whether t's Landlock domain keeps it from
+// reaching other, found at the abstract name addr (ABI 6's
+// SCOPE_ABSTRACT_UNIX_SOCKET): other was made outside the domain. Names
+// in the file system are not scoped.
+func landlockScoped(t *kernel.Task, addr []byte, other *endpoint) bool {
+	return t != nil && abstract(addr) && t.LandlockDomain().Scopes(other.domain, unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET)
+}
 
 // setDgramPeerLocked changes a datagram socket's peer, keeping the
 // peer's list of the sockets connected to it.

@@ -367,7 +367,8 @@ func (e *endpoint) sendDgram(t *kernel.Task, src *vfs.IOSeq, to []byte, flags in
 			}
 			other = o
 		}
-		if !mayDgramSend(e, other) {
+		// A datagram to the connected peer was allowed at connect.
+		if !mayDgramSend(e, other) || other != e.peer && landlockScoped(t, to, other) {
 			e.dropLocked(msg, &w)
 			return 0, unix.EPERM
 		}

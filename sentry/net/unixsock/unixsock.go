@@ -111,6 +111,9 @@ type endpoint struct {
 	peercred *ucred
 	dead     bool
 	opts     socket.Options
+	// domain is the Landlock domain of the task that made the socket,
+	// which a scoped domain's tasks may not reach by an abstract name.
+	domain *vfs.LandlockDomain
 	// inflight is how many references to file messages in flight hold.
 	inflight int
 	gc       gcState
@@ -165,6 +168,9 @@ func New(t *kernel.Task, typ, protocol int) (socket.Socket, error) {
 
 func newEndpoint(t *kernel.Task, ns *namespace, typ int) *endpoint {
 	e := &endpoint{ns: ns, typ: typ, state: stClose, backlog: maxDgramQlen, opts: socket.NewOptions()}
+	if t != nil {
+		e.domain = t.LandlockDomain()
+	}
 	e.Init(socket.Owner(t))
 	ns.mu.Lock()
 	ns.all[e] = struct{}{}
