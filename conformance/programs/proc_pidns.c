@@ -19,7 +19,7 @@
  * parent made; F_GETLK names a lock's holder the same way. A proc mounted in the
  * namespace (after unshare(CLONE_NEWNS)) lists only its processes: self
  * is 1, status shows Pid 1 and NSpid 1, while the parent's /proc shows the
- * child's NSpid as its pid there and 1. setns to the child's ns/pid makes
+ * child's NSpid as its pid there and 1, as does a pidfd's fdinfo. setns to the child's ns/pid makes
  * the caller's next child a member with parent 0, of its own pid nothing
  * changes; setns of a pid namespace file as CLONE_NEWUTS is EINVAL, of an
  * ancestor's namespace (from inside) EINVAL. From the parent's namespace
@@ -357,9 +357,20 @@ static void check_unshare_and_fork(void)
 	CHECK(strcmp(child_ns, self_pid) != 0);
 	CHECK_STR(ns_link("/proc/self/ns/pid_for_children"), child_ns);
 	{
-		char want[64];
+		char want[64], fdinfo[64], buf[512];
+		int pfd = CHECK_OK(syscall(SYS_pidfd_open, child, 0));
+		long n;
 		snprintf(want, sizeof(want), "%d\t1", child);
 		CHECK_STR(status_of(child, "NSpid"), want);
+		/* A pidfd's fdinfo too: its pid here, then in its own. */
+		snprintf(fdinfo, sizeof(fdinfo), "/proc/self/fdinfo/%d", pfd);
+		int fd = CHECK_OK(open(fdinfo, O_RDONLY));
+		n = read(fd, buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		close(fd);
+		close(pfd);
+		snprintf(want, sizeof(want), "\nPid:\t%d\nNSpid:\t%d\t1\n", child, child);
+		CHECK(strstr(buf, want) != NULL);
 	}
 
 	/* A signal from the parent's namespace: si_pid 0. */

@@ -338,3 +338,7 @@ func (k *Kernel) TaskIDsIn(ns *PIDNamespace, t *Task) TaskIDs {
 	}
 	return ids
 }
+
+// PIDsIn lists tg's pid as seen in ns and each namespace below it down to
+// tg's own (ns is /proc's, for NSpid lines); nil if tg is outside ns.
+func (tg *ThreadGroup) PIDsIn(ns *PIDNamespace) []int32 { return tg.k.IDsIn(ns, tg.pidns, tg.pid) }

@@ -185,8 +185,8 @@ func (tty *TTY) checkCallerLocked(t *Task, viaMaster bool) error {
 	return nil
 }
 
-// ForegroundGroup implements TIOCGPGRP: the foreground process group, 0
-// for none.
+// ForegroundGroup implements TIOCGPGRP: the foreground process group as
+// t sees it, 0 for none (or one outside t's pid namespace).
 func (tty *TTY) ForegroundGroup(t *Task, viaMaster bool) (int32, error) {
 	k := t.k
 	k.treeMu.Lock()
@@ -194,7 +194,7 @@ func (tty *TTY) ForegroundGroup(t *Task, viaMaster bool) (int32, error) {
 	if err := tty.checkCallerLocked(t, viaMaster); err != nil {
 		return 0, err
 	}
-	return tty.fg, nil
+	return t.tg.pidns.idOf(tty.fg), nil
 }
 
 // SessionID implements TIOCGSID: the session tty controls (ENOTTY for
@@ -209,7 +209,7 @@ func (tty *TTY) SessionID(t *Task, viaMaster bool) (int32, error) {
 	if tty.sid == 0 {
 		return 0, unix.ENOTTY
 	}
-	return tty.sid, nil
+	return t.tg.pidns.idOf(tty.sid), nil
 }
 
 // SetForegroundGroup implements TIOCSPGRP: a process of the session tty
@@ -234,6 +234,9 @@ func (tty *TTY) SetForegroundGroup(t *Task, pgid int32) error {
 	tg := t.tg
 	if tg.tty != tty || tty.sid != tg.sid {
 		return unix.ENOTTY
+	}
+	if pgid = tg.pidns.rootOf(pgid); pgid == 0 {
+		return unix.ESRCH // no group the caller sees
 	}
 	sid, found := int32(0), false
 	for _, o := range k.tgs {

@@ -6,6 +6,7 @@ package pidfd
 
 import (
 	"fmt"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -60,13 +61,23 @@ func (f *File) Release() {}
 // Name is what /proc/<pid>/fd shows.
 func (f *File) Name() string { return "anon_inode:[pidfd]" }
 
-// FDInfo is what Linux's pidfd_show_fdinfo adds to /proc/<pid>/fdinfo/<fd>:
-// the pid, and the pids of the namespaces below the reader's (there are
-// none), -1 once the process is reaped.
-func (f *File) FDInfo() string {
-	pid := f.tg.PID()
+// FDInfoIn is what Linux's pidfd_show_fdinfo adds to
+// /proc/<pid>/fdinfo/<fd> of a /proc whose pid namespace is ns: the pid
+// there, then the pids in each namespace below it down to the process's
+// own; 0 for a process outside ns, -1 once it is reaped.
+func (f *File) FDInfoIn(ns *kernel.PIDNamespace) string {
 	if f.tg.Reaped() {
-		pid = -1
+		return "Pid:\t-1\nNSpid:\t-1\n"
 	}
-	return fmt.Sprintf("Pid:\t%d\nNSpid:\t%d\n", pid, pid)
+	ids := f.tg.PIDsIn(ns)
+	if len(ids) == 0 || ids[0] == 0 {
+		return "Pid:\t0\nNSpid:\t0\n"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Pid:\t%d\nNSpid:", ids[0])
+	for _, id := range ids {
+		fmt.Fprintf(&b, "\t%d", id)
+	}
+	b.WriteString("\n")
+	return b.String()
 }

@@ -61,7 +61,7 @@ func (f *fs) fdInfoDir(path string, get func() (*kernel.Task, error)) *node {
 			n := f.file(path+"/"+name, func() ([]byte, error) {
 				for _, e := range t.FDs().Snapshot() {
 					if e.FD == fd {
-						return fdInfo(e), nil
+						return f.fdInfo(e), nil
 					}
 				}
 				return nil, unix.ENOENT
@@ -81,7 +81,13 @@ type FDInfoer interface {
 	FDInfo() string
 }
 
-func fdInfo(e kernel.FDInfo) []byte {
+// PIDFDInfoer is implemented by files whose fdinfo lines name a process
+// by the pids this /proc's namespace gives it (a pidfd's).
+type PIDFDInfoer interface {
+	FDInfoIn(ns *kernel.PIDNamespace) string
+}
+
+func (f *fs) fdInfo(e kernel.FDInfo) []byte {
 	file := e.File
 	flags := file.Flags()
 	if e.CloseOnExec {
@@ -97,7 +103,10 @@ func fdInfo(e kernel.FDInfo) []byte {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "pos:\t%d\nflags:\t0%o\nmnt_id:\t%d\nino:\t%d\n", file.Offset(), flags, mnt, ino)
-	if x, ok := file.Impl().(FDInfoer); ok {
+	switch x := file.Impl().(type) {
+	case PIDFDInfoer:
+		b.WriteString(x.FDInfoIn(f.ns))
+	case FDInfoer:
 		b.WriteString(x.FDInfo())
 	}
 	return []byte(b.String())
