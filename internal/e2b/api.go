@@ -98,9 +98,9 @@ func (s *Server) apiMux() http.Handler {
 	mux.HandleFunc("POST /sandboxes/{id}/timeout", s.setTimeout)
 	mux.HandleFunc("POST /sandboxes/{id}/connect", s.connectSandbox)
 	mux.HandleFunc("POST /v2/sandboxes/{id}/connect", s.connectSandbox)
-	mux.HandleFunc("POST /sandboxes/{id}/pause", s.notImplemented("pausing a sandbox"))
-	mux.HandleFunc("POST /sandboxes/{id}/resume", s.notImplemented("resuming a sandbox"))
-	mux.HandleFunc("GET /sandboxes/{id}/metrics", s.notImplemented("sandbox metrics"))
+	mux.HandleFunc("POST /sandboxes/{id}/pause", s.pauseSandbox)
+	mux.HandleFunc("POST /sandboxes/{id}/resume", s.resumeSandbox)
+	mux.HandleFunc("GET /sandboxes/{id}/metrics", s.sandboxMetrics)
 	mux.HandleFunc("PUT /sandboxes/{id}/network", s.notImplemented("changing a running sandbox's network"))
 	mux.HandleFunc("GET /metrics", s.serveMetrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -182,8 +182,6 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		problem = "templateID is required"
 	case checkTimeout(timeout) != nil:
 		problem = checkTimeout(timeout).Error()
-	case req.AutoPause != nil && *req.AutoPause:
-		problem = "autoPause: moat serve cannot pause sandboxes yet"
 	case netProblem != "":
 		problem = netProblem
 	case len(req.VolumeMounts) > 0 && string(req.VolumeMounts) != "null":
@@ -204,6 +202,11 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		apiError(w, http.StatusInternalServerError, "creating the sandbox: %v", err)
 		return
+	}
+	if req.AutoPause != nil {
+		sb.mu.Lock()
+		sb.autoPause = *req.AutoPause
+		sb.mu.Unlock()
 	}
 	writeJSON(w, http.StatusCreated, s.describe(sb, true))
 	// The replacement of a sandbox from a pool boots once the answer is
@@ -267,19 +270,21 @@ func (s *Server) setDeadline(sb *sandbox, timeout time.Duration) {
 		sb.timer.Stop()
 	}
 	sb.endAt = time.Now().Add(timeout).UTC()
-	id := sb.id
-	sb.timer = time.AfterFunc(timeout, func() { s.kill(id, "its timeout passed") })
+	sb.timer = time.AfterFunc(timeout, func() { s.expire(sb) })
 }
 
 // describe is sb as the API shows it; with the access token for its
 // creator (and connect's caller), who need it to reach envd.
 func (s *Server) describe(sb *sandbox, token bool) sandboxJSON {
 	sb.mu.Lock()
-	endAt := sb.endAt
+	endAt, state := sb.endAt, "running"
+	if sb.paused {
+		state = "paused"
+	}
 	sb.mu.Unlock()
 	started := sb.startedAt
 	j := sandboxJSON{TemplateID: sb.templateID, SandboxID: sb.id, ClientID: clientID, EnvdVersion: envdVersion,
-		StartedAt: &started, EndAt: &endAt, CPUCount: 1, MemoryMB: 512, Metadata: sb.metadata, State: "running"}
+		StartedAt: &started, EndAt: &endAt, CPUCount: 1, MemoryMB: 512, Metadata: sb.metadata, State: state}
 	if token {
 		j.EnvdAccessToken = sb.token
 	}
@@ -346,6 +351,20 @@ func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request) {
 	if sb == nil {
 		return
 	}
+	// A paused sandbox resumes, for the timeout asked or the default,
+	// and says so with 201, as E2B's connect does.
+	timeout := int64(defaultTimeout)
+	if req.Timeout != nil {
+		timeout = *req.Timeout
+	}
+	switch err := s.resume(sb, time.Duration(timeout)*time.Second); {
+	case err == nil:
+		writeJSON(w, http.StatusCreated, s.describe(sb, true))
+		return
+	case err != errNotPaused:
+		apiError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
 	if req.Timeout != nil {
 		sb.mu.Lock()
 		later := time.Now().Add(time.Duration(*req.Timeout) * time.Second).After(sb.endAt)
@@ -367,21 +386,15 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "metadata: %v", err)
 		return
 	}
-	if states := q.Get("state"); states != "" {
-		running := false
-		for _, st := range strings.Split(states, ",") {
-			switch st {
-			case "running":
-				running = true
-			case "paused":
-			default:
+	states := map[string]bool{"running": true, "paused": true}
+	if q.Get("state") != "" {
+		states = map[string]bool{}
+		for _, st := range strings.Split(q.Get("state"), ",") {
+			if st != "running" && st != "paused" {
 				apiError(w, http.StatusBadRequest, "state %q: running or paused", st)
 				return
 			}
-		}
-		if !running {
-			writeJSON(w, http.StatusOK, []sandboxJSON{})
-			return
+			states[st] = true
 		}
 	}
 	limit := 100
@@ -408,8 +421,8 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
 		if template != "" && sb.templateID != template {
 			continue
 		}
-		if matches(sb.metadata, want) {
-			found = append(found, s.describe(sb, false))
+		if j := s.describe(sb, false); states[j.State] && matches(sb.metadata, want) {
+			found = append(found, j)
 		}
 	}
 	if q.Get("order") == "desc" {

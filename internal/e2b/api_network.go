@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/sentry/net/netstack"
 )
 
@@ -139,21 +138,9 @@ func (sb *sandbox) egressDenied(ctx context.Context) uint64 {
 	if !sb.allowlisted {
 		return 0
 	}
-	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
-	defer cancel()
-	conn, err := sb.inst.dial()
+	st, err := sb.inst.stats(ctx)
 	if err != nil {
 		return 0
 	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer stop()
-	if err := conn.Send(control.Request{Op: control.OpStats}); err != nil {
-		return 0
-	}
-	resp, err := receive(ctx, conn, control.OpStats)
-	if err != nil || resp.Stats == nil {
-		return 0
-	}
-	return resp.Stats.EgressDenied
+	return st.EgressDenied
 }

@@ -65,7 +65,6 @@ func TestBadCreateRequestsGetE2BsErrorWithTheirStatus(t *testing.T) {
 		{`{"templateID":"base","timeout":-1}`, 400, "out of range"},
 		{`{"templateID":"base","timeout":86401}`, 400, "out of range"},
 		{`{"templateID":"nosuch"}`, 404, `"nosuch" not found`},
-		{`{"templateID":"base","autoPause":true}`, 400, "autoPause"},
 		{`{"templateID":"base","allow_internet_access":true,"network":{"denyOut":["8.8.8.8"]}}`, 400, "network.denyOut: moat's egress is an allowlist"},
 		{`{"templateID":"base","network":{"allowOut":["bad name!"]}}`, 400, `network.allowOut: "bad name!"`},
 		{`{"templateID":"base","network":{"rules":{}}}`, 400, "network"},

@@ -128,6 +128,13 @@ func (f *fakeSentry) serve(conn *control.Conn) {
 	defer conn.Close()
 	var req control.Request
 	files, err := conn.Receive(&req)
+	if err == nil && (req.Op == control.OpPause || req.Op == control.OpResume) {
+		f.mu.Lock()
+		f.requests = append(f.requests, req)
+		f.mu.Unlock()
+		conn.Send(control.Response{})
+		return
+	}
 	if err != nil || req.File == nil {
 		return
 	}

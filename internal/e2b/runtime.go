@@ -184,6 +184,37 @@ func (inst *instance) dial() (*control.Conn, error) {
 	return control.Dial(fmt.Sprintf("/proc/self/fd/%d/%s", inst.dir.Fd(), state.ControlSocketName), execFirstAnswer)
 }
 
+// call sends req to the sandbox's sentry and returns its answer, waiting
+// at most statsTimeout (its sentry answers at once, or has died).
+func (inst *instance) call(ctx context.Context, req control.Request) (control.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
+	defer cancel()
+	conn, err := inst.dial()
+	if err != nil {
+		return control.Response{}, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	if err := conn.Send(req); err != nil {
+		return control.Response{}, err
+	}
+	resp, err := receive(ctx, conn, req.Op)
+	if err != nil {
+		return control.Response{}, err
+	}
+	return resp, resp.Err()
+}
+
+// stats is the sandbox's usage as its sentry counts it.
+func (inst *instance) stats(ctx context.Context) (*control.Stats, error) {
+	resp, err := inst.call(ctx, control.Request{Op: control.OpStats})
+	if err == nil && resp.Stats == nil {
+		err = fmt.Errorf("sandbox %s answered stats without any", inst.id)
+	}
+	return resp.Stats, err
+}
+
 // execFirstAnswer bounds the wait for the sentry to start a process.
 const execFirstAnswer = 30 * time.Second
 

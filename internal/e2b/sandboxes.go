@@ -33,12 +33,18 @@ type sandbox struct {
 	// metrics count.
 	allowlisted bool
 
-	mu       sync.Mutex
-	endAt    time.Time
-	timer    *time.Timer
-	procs    map[uint32]*process
-	watchers map[string]*watcher
-	dead     bool
+	// transition serialises pausing and resuming (api_pause.go).
+	transition sync.Mutex
+
+	mu        sync.Mutex
+	paused    bool      // frozen, its timeout stopped
+	autoPause bool      // its timeout pauses it rather than killing it
+	lastCPU   cpuSample // at the last metrics call (api_metrics.go)
+	endAt     time.Time
+	timer     *time.Timer
+	procs     map[uint32]*process
+	watchers  map[string]*watcher
+	dead      bool
 
 	names namesCache // of the sandbox's /etc/passwd and /etc/group
 }

@@ -224,6 +224,13 @@ func (h *envdHandler) serve(w http.ResponseWriter, r *http.Request, id string, p
 		envdError(w, http.StatusBadGateway, "sandbox %s is not running", id)
 		return
 	}
+	sb.mu.Lock()
+	paused := sb.paused
+	sb.mu.Unlock()
+	if paused {
+		envdError(w, http.StatusBadGateway, "sandbox %s is paused", id)
+		return
+	}
 	if port != envdPort {
 		envdError(w, http.StatusBadGateway, "port %d of sandbox %s: moat serve reaches envd's port (%d) only", port, id, envdPort)
 		return

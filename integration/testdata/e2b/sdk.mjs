@@ -183,6 +183,30 @@ eq('envd refuses another sandbox\'s token with 401', (await envdList(sbx.sandbox
 eq('envd refuses a wrong token with 401', (await envdList(other.sandboxId, 'wrong-token')).status, 401)
 eq('envd refuses a request without a token with 401', (await envdList(other.sandboxId)).status, 401)
 
+// Pause and connect: a paused sandbox is listed and described as paused,
+// its processes stop where they are, and connect runs them on.
+const sleep = (ms) => new Promise((res) => setTimeout(res, ms))
+const ticker = await sbx.commands.run('i=0; while :; do i=$((i+1)); echo $i > /tmp/ticks; sleep 0.05; done', { background: true })
+await sleep(500)
+const ticksBefore = Number((await sbx.files.read('/tmp/ticks')).trim())
+eq('pause pauses', await sbx.pause(), true)
+eq('pausing a paused sandbox answers false', await Sandbox.pause(sbx.sandboxId), false)
+eq('getInfo says paused', (await sbx.getInfo()).state, 'paused')
+eq('list by state finds it paused', (await Sandbox.list({ query: { state: ['paused'], metadata: { tag } } }).nextItems()).map((s) => s.sandboxId), [sbx.sandboxId])
+eq('and not running', (await Sandbox.list({ query: { state: ['running'], metadata: { tag } } }).nextItems()).length, 0)
+await sleep(1000)
+const again = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 120_000 })
+eq('connect resumes it', (await again.getInfo()).state, 'running')
+const ticksAfter = Number((await again.files.read('/tmp/ticks')).trim())
+check('nothing ran while it was paused', ticksAfter - ticksBefore < 10, `${ticksBefore} -> ${ticksAfter} over a 1 s pause`)
+await sleep(500)
+const ticksLater = Number((await again.files.read('/tmp/ticks')).trim())
+check('its processes run on after connect', ticksLater > ticksAfter, `${ticksAfter} -> ${ticksLater}`)
+eq('the ticker is killed', await ticker.kill(), true)
+const [metric] = await sbx.getMetrics()
+check('getMetrics gives the sandbox\'s CPU and memory', metric && metric.cpuCount > 0 && metric.cpuUsedPct >= 0 &&
+  metric.memUsed > 0 && metric.memTotal >= metric.memUsed && metric.timestamp instanceof Date, JSON.stringify(metric))
+
 // Listing by metadata, timeouts, kill.
 const mine = await Sandbox.list({ query: { metadata: { tag } } }).nextItems()
 eq('list by metadata finds this sandbox alone', mine.map((s) => s.sandboxId), [sbx.sandboxId])
