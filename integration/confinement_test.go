@@ -67,7 +67,8 @@ func goferOf(t *testing.T, bundle string) int {
 // with a root that is not the host's; the sentry and its stubs hold no
 // capability and (started by root) are the overflow user; the gofer keeps
 // only what its file operations need; a stub holds no descriptor but its
-// shared memory.
+// shared memory, the socket it receives image files' descriptors on and
+// those, read-only.
 func TestRunningContainersSentryGoferAndStubsAreConfined(t *testing.T) {
 	e := newEnv(t)
 	sentry := e.runSleeper()
@@ -118,13 +119,43 @@ func TestRunningContainersSentryGoferAndStubsAreConfined(t *testing.T) {
 		check("stub", stub, 0)
 		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", stub))
 		must(t, err)
+		sockets := 0
 		for _, fd := range fds {
-			target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", stub, fd.Name()))
-			if !strings.HasPrefix(target, "/memfd:moat-") {
-				t.Errorf("stub %d holds fd %s: %s; want its shared memory files alone", stub, fd.Name(), target)
+			path := fmt.Sprintf("/proc/%d/fd/%s", stub, fd.Name())
+			target, _ := os.Readlink(path)
+			switch {
+			case strings.HasPrefix(target, "/memfd:moat-"):
+			case strings.HasPrefix(target, "socket:"):
+				sockets++ // the one host files' descriptors come on
+			default:
+				// An image file the gofer opened, which the stub maps:
+				// read-only, and the image's own (busybox here).
+				if !sameFile(t, path, filepath.Join(e.bundle, "rootfs/bin/busybox")) || fdAccessMode(t, stub, fd.Name()) != unix.O_RDONLY {
+					t.Errorf("stub %d holds fd %s: %s; want its shared memory files, a socket and image files opened read-only alone", stub, fd.Name(), target)
+				}
 			}
 		}
+		if sockets > 1 {
+			t.Errorf("stub %d holds %d sockets; want one at most", stub, sockets)
+		}
 	}
+}
+
+// fdAccessMode is O_RDONLY, O_WRONLY or O_RDWR: how pid's descriptor fd
+// was opened.
+func fdAccessMode(t *testing.T, pid int, fd string) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd))
+	must(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
+			must(t, err)
+			return int(flags) & unix.O_ACCMODE
+		}
+	}
+	t.Fatalf("no flags in fdinfo %s of %d", fd, pid)
+	return 0
 }
 
 // childPids are pid's children: each thread's (a child is listed under

@@ -36,6 +36,22 @@ type CPULimiter interface {
 	LimitCPUs(n int)
 }
 
+// HostFiles says which host file, if any, holds a range of the memory
+// file's offsets (memfile.File.HostFileAt): fd is the sentry's descriptor of
+// it (-1 if the range is in no host file) and fileOff the range's offset in
+// it; ok is false for the memory file's own pages.
+type HostFiles interface {
+	HostFileAt(off, length uint64) (fd int, fileOff uint64, ok bool)
+}
+
+// HostFileMapper is a platform whose address spaces map host files'
+// pages themselves, read-only, where MapFile is given an offset that
+// HostFiles places in one. The kernel lets the memory file name host files
+// only on such a platform.
+type HostFileMapper interface {
+	MapHostFiles(h HostFiles)
+}
+
 // AddressSpace is one guest address space. Changes are applied before any
 // context of the address space next runs guest code.
 type AddressSpace interface {

@@ -17,7 +17,7 @@ const goThreadFlags = unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CL
 // descriptors (the gofer's, the guest's stdio, its control socket).
 var SentryCalls = Allowlist{
 	// Its own memory, threads and scheduling: the Go runtime's.
-	call(unix.SYS_MMAP, "mmap", "the Go heap; the memory and control files, mapped shared", "no PROT_EXEC", noExec(2)),
+	call(unix.SYS_MMAP, "mmap", "the Go heap; the memory and control files, mapped shared; image files the gofer opened, read-only", "no PROT_EXEC", noExec(2)),
 	call(unix.SYS_MUNMAP, "munmap", "the Go heap; mappings of host files' pages", ""),
 	call(unix.SYS_MPROTECT, "mprotect", "the Go runtime's guard pages", "no PROT_EXEC", noExec(2)),
 	call(unix.SYS_MADVISE, "madvise", "the Go heap returns memory to the host", ""),

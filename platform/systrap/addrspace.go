@@ -29,6 +29,12 @@ type addressSpace struct {
 	mu      sync.Mutex
 	pending []op
 	err     error // the first failure of a flushed change
+
+	// Host files' descriptors (hostfds.go), under mu: what the stub holds,
+	// and the descriptors numbered there but not sent yet, which the next
+	// flush sends.
+	fds    stubFDs
+	unsent []int
 }
 
 var _ platform.AddressSpace = (*addressSpace)(nil)
@@ -42,11 +48,20 @@ func (as *addressSpace) queue(o op) error {
 	}
 	as.mu.Lock()
 	defer as.mu.Unlock()
+	return as.queueLocked(o)
+}
+
+func (as *addressSpace) queueLocked(o op) error {
 	if len(as.pending) == 0 {
 		as.stub.prewake()
 	}
 	as.pending = append(as.pending, o)
-	if len(as.pending) == maxOps {
+	// A flush that sends descriptors makes one request more.
+	extra := 0
+	if len(as.unsent) > 0 {
+		extra = 1
+	}
+	if len(as.pending)+extra >= maxOps || len(as.unsent) == maxFDsPerMessage {
 		return as.flushLocked(urgent)
 	}
 	return nil
@@ -63,7 +78,21 @@ func (as *addressSpace) flushLocked(u urgency) error {
 	if len(as.pending) == 0 {
 		return as.err
 	}
-	_, err := as.stub.call(u, as.pending...)
+	var err error
+	if len(as.unsent) > 0 {
+		sent := as.unsent
+		want := make([]int, len(sent))
+		for i, fd := range sent {
+			want[i] = as.fds.num[fd]
+		}
+		err = as.p.fds.sendAndCall(as.stub, u, sent, want, as.pending)
+		as.unsent = nil
+		if err == nil {
+			go as.p.shareWithSource(sent)
+		}
+	} else {
+		_, err = as.stub.call(u, as.pending...)
+	}
 	as.pending = as.pending[:0]
 	if err != nil && as.err == nil {
 		as.err = err
@@ -74,10 +103,29 @@ func (as *addressSpace) flushLocked(u urgency) error {
 // Sync implements platform.AddressSpace.
 func (as *addressSpace) Sync() error { return as.flush(urgent) }
 
-// MapFile implements platform.AddressSpace.
+// MapFile implements platform.AddressSpace: the memory file's pages, or a
+// host file's (hostfds.go), which are never writable.
 func (as *addressSpace) MapFile(addr uintptr, off uint64, length uintptr, prot platform.Prot) error {
-	return as.queue(op{nr: unix.SYS_MMAP, args: [6]uint64{
-		uint64(addr), uint64(length), uint64(prot), unix.MAP_SHARED | unix.MAP_FIXED, uint64(as.p.memFD), off}})
+	if end := uint64(addr) + uint64(length); end < uint64(addr) || end > MaxGuestAddr {
+		return unix.EINVAL
+	}
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	fd := as.p.memFD
+	if as.p.hostFiles != nil {
+		if hfd, fileOff, ok := as.p.hostFiles.HostFileAt(off, uint64(length)); ok {
+			if hfd < 0 || prot&platform.ProtWrite != 0 {
+				return unix.EINVAL
+			}
+			n, err := as.stubFDLocked(hfd)
+			if err != nil {
+				return err
+			}
+			fd, off = n, fileOff
+		}
+	}
+	return as.queueLocked(op{nr: unix.SYS_MMAP, args: [6]uint64{
+		uint64(addr), uint64(length), uint64(prot), unix.MAP_SHARED | unix.MAP_FIXED, uint64(fd), off}})
 }
 
 // Unmap implements platform.AddressSpace.

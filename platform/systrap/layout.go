@@ -61,6 +61,7 @@ const (
 	parDflAction   = 176 // a zeroed struct kernel_sigaction: SIG_DFL
 	parYieldSlow   = 208 // u64: TSC ticks after which a sched_yield counts as slow (futex.go)
 	parCPUCheck    = 216 // u64: TSC ticks of guest code after which the handler reads the thread's CPU clock
+	parKeepFDs     = 224 // [numKeepFDs]u32, sorted: the fds a new stub keeps (control, memory, host-file socket)
 	parSysFilter   = 256 // sock_filter array of the syscall thread's filter
 	parGuestFilter = 2048
 )
@@ -113,7 +114,18 @@ const (
 	resStubSleeping   = 8 // u32
 	resNDone          = 12
 	resResults        = 16 // [maxOps]i64
+
+	// Where the syscall thread receives host files' descriptors (hostfds.go):
+	// a struct msghdr, its iovec and byte, and the control buffer.
+	resMsghdr  = 1024
+	resIovec   = 1088
+	resMsgByte = 1104
+	resCmsg    = 1152
+	resCmsgEnd = 4096
 )
+
+// numKeepFDs is how many fds a new stub keeps.
+const numKeepFDs = 3
 
 // Request kinds.
 const (

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -58,8 +59,16 @@ func (p *Platform) writeParams() error {
 	b := p.ctl.mem[paramsOff : paramsOff+paramSize]
 	le.PutUint32(b[parCtlFD:], uint32(p.ctl.fd))
 	le.PutUint32(b[parMemFD:], uint32(p.memFD))
+	keep := []int{p.ctl.fd, p.memFD, p.fds.stubEnd}
+	slices.Sort(keep)
+	if keep[0] == keep[1] || keep[1] == keep[2] {
+		return fmt.Errorf("systrap: the stubs' descriptors %v are not distinct", keep)
+	}
+	for i, fd := range keep {
+		le.PutUint32(b[parKeepFDs+4*i:], uint32(fd))
+	}
 
-	sysProg, guestProg := syscallThreadFilter(), guestThreadFilter()
+	sysProg, guestProg := syscallThreadFilter(p.fds.stubEnd), guestThreadFilter()
 	if parSysFilter+len(sysProg)*8 > parGuestFilter || parGuestFilter+len(guestProg)*8 > paramSize {
 		return fmt.Errorf("systrap: seccomp filters do not fit the parameters page")
 	}

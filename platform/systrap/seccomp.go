@@ -82,15 +82,21 @@ var threadCPUClockOnly = []bpfInsn{
 
 // syscallThreadFilter allows what the syscall thread and stub start-up need,
 // and what a guest thread's handler needs (a guest thread carries this filter
-// too).
-func syscallThreadFilter() []bpfInsn {
+// too); recvmsg only on fdSocket, where the sentry sends host files'
+// descriptors (hostfds.go), which a guest thread's own filter refuses.
+func syscallThreadFilter(fdSocket int) []bpfInsn {
+	fromSentry := []bpfInsn{
+		stmt(ldW, seccompDataArg0),
+		jump(jeqK, uint32(fdSocket), 1, 0),
+		stmt(retK, retTrap),
+	}
 	return filterFromStubCode([]uint32{
 		unix.SYS_MMAP, unix.SYS_MUNMAP, unix.SYS_MPROTECT, unix.SYS_MADVISE,
 		unix.SYS_CLONE, unix.SYS_FUTEX, unix.SYS_EXIT, unix.SYS_EXIT_GROUP,
 		unix.SYS_RT_SIGRETURN, unix.SYS_SCHED_YIELD, unix.SYS_SIGALTSTACK,
 		unix.SYS_RT_SIGPROCMASK, unix.SYS_SECCOMP, unix.SYS_PRCTL, unix.SYS_GETPPID,
-		unix.SYS_CLOCK_GETTIME,
-	}, map[uint32][]bpfInsn{unix.SYS_CLOCK_GETTIME: threadCPUClockOnly})
+		unix.SYS_CLOCK_GETTIME, unix.SYS_RECVMSG,
+	}, map[uint32][]bpfInsn{unix.SYS_CLOCK_GETTIME: threadCPUClockOnly, unix.SYS_RECVMSG: fromSentry})
 }
 
 // guestThreadFilter allows a guest thread, from stub code only, to wait and

@@ -24,6 +24,7 @@ func stubDefines() []string {
 		"PAR_CTL_FD": parCtlFD, "PAR_MEM_FD": parMemFD, "PAR_SYS_FPROG": parSysFprog,
 		"PAR_GUEST_FPROG": parGuestFprog, "PAR_GUEST_MASK": parGuestMask, "PAR_PPID": parPPID,
 		"PAR_HANDLER_SPIN": parHandlerSpin, "PAR_SYS_SPIN": parSysSpin, "PAR_GUEST_BUSY": parGuestBusy, "PAR_YIELD_SLOW": parYieldSlow, "PAR_CPU_CHECK": parCPUCheck,
+		"PAR_KEEP_FDS": parKeepFDs, "NUM_KEEP_FDS": numKeepFDs,
 		"PAR_SIGACTION": parSigaction, "PAR_NUM_SIGNALS": parNumSignals, "PAR_SIGNALS": parSignals, "PAR_DFL_ACTION": parDflAction,
 		"TS_STATE": tsState, "TS_STUB_SLEEPING": tsStubSleeping, "TS_SENTRY_SLEEPING": tsSentrySleeping,
 		"TS_SIGNO": tsSigno, "TS_SIGINFO": tsSiginfo, "TS_UCONTEXT": tsUcontext,

@@ -16,6 +16,7 @@ package systrap
 import (
 	"fmt"
 	"runtime"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -32,6 +33,17 @@ type Platform struct {
 	entries stubEntries
 	busy    *busyGauge
 	spin    spinPolicy // whether hand-offs spin now
+	fds     hostFDSocket
+	// hostFiles names the host files behind memory-file offsets
+	// (hostfds.go); nil until the kernel asks for them. The source stub's
+	// descriptors of them are srcFDs, under srcMu, unless srcBroken; a
+	// stub holds at most maxStubFDs descriptors (its RLIMIT_NOFILE, less
+	// a margin).
+	hostFiles  platform.HostFiles
+	srcMu      sync.Mutex
+	srcFDs     stubFDs
+	srcBroken  bool
+	maxStubFDs int
 }
 
 var _ platform.Platform = (*Platform)(nil)
@@ -48,20 +60,37 @@ func New(memFD int) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Platform{ctl: ctl, memFD: memFD}
+	p := &Platform{ctl: ctl, memFD: memFD, maxStubFDs: maxStubFDs()}
+	if err := p.fds.open(); err != nil {
+		ctl.close()
+		return nil, err
+	}
 	if err := p.writeParams(); err != nil {
+		p.fds.close()
 		ctl.close()
 		return nil, err
 	}
 	p.busy = newBusyGauge(ctl.u32(paramsOff + parGuestBusy))
 	src, err := p.forkSourceStub()
 	if err != nil {
+		p.fds.close()
 		ctl.close()
 		return nil, err
 	}
 	p.source = src
+	p.srcFDs = p.freshFDs()
 	p.startPool()
 	return p, nil
+}
+
+// maxStubFDs is how many descriptors a stub may hold: its descriptor
+// limit (the sentry's, which it inherits), less a margin.
+func maxStubFDs() int {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < 64 {
+		return 32
+	}
+	return int(min(lim.Cur, 1<<20)) - 16
 }
 
 // checkHost refuses hosts without what the stub relies on.
@@ -105,11 +134,15 @@ func (p *Platform) NewAddressSpace() (platform.AddressSpace, error) {
 // newAddressSpace clones a fresh stub from the source stub, with its first
 // thread parked.
 func (p *Platform) newAddressSpace(u urgency) (*addressSpace, error) {
-	stub, err := p.newStub(u)
+	var stub *stubProcess
+	fds, err := p.cloneFDs(func() (err error) {
+		stub, err = p.newStub(u)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	as := &addressSpace{p: p, stub: stub}
+	as := &addressSpace{p: p, stub: stub, fds: fds}
 	as.spareMade.L = &as.spareMu
 	if as.spare, err = as.startThread(u); err != nil {
 		as.Release()

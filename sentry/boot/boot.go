@@ -83,6 +83,12 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any), confine fu
 	if err != nil {
 		return nil, err
 	}
+	if hm, ok := plat.(platform.HostFileMapper); ok {
+		// Image files' pages are then the host's, shared with every
+		// sandbox of the image, not copies in the memory file.
+		hm.MapHostFiles(mf)
+		mf.EnableHostFiles()
+	}
 	var hostCPUs unix.CPUSet // what a cpuset may hold, read while the call is allowed
 	if err := unix.SchedGetaffinity(0, &hostCPUs); err != nil {
 		return nil, fmt.Errorf("the sentry's CPUs: %w", err)

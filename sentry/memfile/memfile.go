@@ -43,6 +43,10 @@ type File struct {
 	reclaimMu  sync.Mutex // held while a batch is zeroed
 	// shared are the pages with more than one reference (refs.go).
 	shared []refSeg
+	// Host files mapped above fileSize (hostfile.go), sorted by offset.
+	hostEnabled bool
+	hosts       []hostFile
+	hostNext    uint64
 }
 
 type frange struct{ off, len uint64 }
@@ -57,12 +61,14 @@ func New() (*File, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("size memory file: %w", err)
 	}
-	mem, err := unix.Mmap(fd, 0, fileSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_NORESERVE)
+	// The view spans twice the file: host files are mapped over the upper
+	// half (hostfile.go), which until then lies past the file's end.
+	mem, err := unix.Mmap(fd, 0, 2*fileSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_NORESERVE)
 	if err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("map memory file: %w", err)
 	}
-	return &File{fd: fd, mem: mem, base: unsafe.Pointer(&mem[0]), next: PageSize}, nil
+	return &File{fd: fd, mem: mem, base: unsafe.Pointer(&mem[0]), next: PageSize, hostNext: fileSize + hostGap}, nil
 }
 
 // FD is the memory file's descriptor, for platforms to map from.
@@ -242,6 +248,9 @@ func (f *File) Slice(off, length uint64) []byte {
 // Zero returns the pages of [off, off+length) to zero (and their memory to
 // the host) without freeing the range.
 func (f *File) Zero(off, length uint64) {
+	if isHost(off) {
+		return // a host file's pages are never written
+	}
 	unix.Fallocate(f.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, int64(off), int64(length))
 }
 
@@ -251,6 +260,10 @@ func (f *File) Zero(off, length uint64) {
 // same word at the same moment cannot lose its write to.
 func (f *File) Populate(off, length uint64) {
 	for p := off &^ (PageSize - 1); p < off+length; p += PageSize {
+		if isHost(p) {
+			atomic.LoadUint32((*uint32)(unsafe.Add(f.base, p))) // read-only: reading it brings it in
+			continue
+		}
 		atomic.AddUint32((*uint32)(unsafe.Add(f.base, p)), 0)
 	}
 }

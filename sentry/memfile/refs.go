@@ -5,7 +5,9 @@ import "sort"
 // Pages are reference counted so that address spaces can share them: a
 // fork shares every private page until one side writes it, and a file's
 // cached pages are shared by every mapping of the file. An allocated page
-// has one reference; only ranges with more are recorded, in shared.
+// has one reference; only ranges with more are recorded, in shared. A host
+// file's pages (hostfile.go) are outside the count: never freed, always
+// shared.
 
 // refSeg is a range of pages that all have count references (count >= 2).
 type refSeg struct {
@@ -15,6 +17,9 @@ type refSeg struct {
 
 // IncRef adds a reference to every page of [off, off+length).
 func (f *File) IncRef(off, length uint64) {
+	if isHost(off) {
+		return // host files' pages are not counted (hostfile.go)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.splitRefs(off)
@@ -41,6 +46,9 @@ func (f *File) IncRef(off, length uint64) {
 // DecRef drops a reference from every page of [off, off+length) and frees
 // the pages that have none left.
 func (f *File) DecRef(off, length uint64) {
+	if isHost(off) {
+		return
+	}
 	var free []refSeg
 	f.mu.Lock()
 	f.splitRefs(off)
@@ -77,6 +85,9 @@ func (f *File) DecRef(off, length uint64) {
 // Exclusive reports whether every page of [off, off+length) has a single
 // reference, so that its holder may write it in place.
 func (f *File) Exclusive(off, length uint64) bool {
+	if isHost(off) {
+		return false // shared with the host's page cache: never written in place
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	i := sort.Search(len(f.shared), func(i int) bool { return f.shared[i].off+f.shared[i].len > off })

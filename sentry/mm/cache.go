@@ -13,8 +13,8 @@ type FileSource interface {
 	ReadAt(dst []byte, off int64) (int, error)
 }
 
-// maxCachedFile bounds the files whose pages are cached whole: larger ones
-// are copied into each mapping, for the range it maps.
+// maxCachedFile bounds the files whose pages are copied into the cache
+// whole: larger ones are copied into each mapping, for the range it maps.
 const maxCachedFile = 256 << 20
 
 // errNotCached says a file is too large for the page cache.
@@ -23,7 +23,10 @@ var errNotCached = errors.New("file too large to cache")
 // FileCache holds a file's contents in the memory file, once for every
 // mapping of it: mapping a cached library costs no copy, and its pages are
 // shared copy-on-write. Only files that do not change while the sandbox runs
-// (a read-only image) may be cached.
+// (a read-only image) may be cached. A file whose source is a host
+// descriptor (HostFile) is not copied at all where the platform maps host
+// files: its pages are the host's page cache, seen through the memory file
+// (memfile.MapHostFile), shared with every sandbox of the same image.
 type FileCache struct {
 	mf   *memfile.File
 	src  FileSource
@@ -43,12 +46,21 @@ func NewFileCache(mf *memfile.File, src FileSource, size int64) *FileCache {
 // are and how many bytes (page rounded) they span.
 func (c *FileCache) pages() (uint64, uint64, error) {
 	c.once.Do(func() {
-		if c.size > maxCachedFile {
-			c.err = errNotCached
-			return
-		}
 		n := (uint64(c.size) + PageSize - 1) &^ (PageSize - 1)
 		if n == 0 {
+			return
+		}
+		// The host's pages cost the sandbox nothing, whatever the file's
+		// size; a file they cannot be had for is copied (a noexec mount,
+		// a platform that maps the memory file alone).
+		if h, ok := c.src.(HostFile); ok {
+			if off, err := c.mf.MapHostFile(h.FD(), uint64(c.size)); err == nil {
+				c.off = off
+				return
+			}
+		}
+		if c.size > maxCachedFile {
+			c.err = errNotCached
 			return
 		}
 		off, err := c.mf.Allocate(n)
@@ -65,6 +77,12 @@ func (c *FileCache) pages() (uint64, uint64, error) {
 	})
 	n := (uint64(c.size) + PageSize - 1) &^ (PageSize - 1)
 	return c.off, n, c.err
+}
+
+// HostFile is a FileSource read from a host descriptor, which the memory
+// file may map instead of copying from it.
+type HostFile interface {
+	FD() int
 }
 
 // Cacheable is a file whose pages may be cached (FileCache), shared by

@@ -3,6 +3,7 @@ package mm
 import (
 	"bytes"
 	"io"
+	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -445,5 +446,60 @@ func TestFileCacheSharedCopyOnWrite(t *testing.T) {
 	}
 	if m.HandleFault(past, platform.ProtRead) != FaultBus {
 		t.Fatal("a fault past the end of the file is not a bus error")
+	}
+}
+
+// hostSource is an image file read through a host descriptor.
+type hostSource struct{ fd int }
+
+func (h hostSource) ReadAt(dst []byte, off int64) (int, error) { return unix.Pread(h.fd, dst, off) }
+func (h hostSource) FD() int                                   { return h.fd }
+
+// TestFileCacheOfAHostFile: where the memory file maps host files, a cached
+// host file's pages are the host's, shared copy-on-write; a private write
+// lands in a copy in the memory file and never reaches the file.
+func TestFileCacheOfAHostFile(t *testing.T) {
+	m, _ := newMM(t)
+	sharedFile.EnableHostFiles()
+	data := bytes.Repeat([]byte("H"), 20*PageSize+100)
+	path := t.TempDir() + "/lib"
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	var st unix.Statfs_t
+	if unix.Fstatfs(fd, &st) == nil && st.Flags&unix.ST_NOEXEC != 0 {
+		t.Skip("the temporary directory is on a noexec mount")
+	}
+	src := hostSource{fd}
+	cache := NewFileCache(sharedFile, src, int64(len(data)))
+	a, err := m.MMap(MMapOpts{Length: 24 * PageSize, Prot: rw, File: src, Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := m.pmas.lookup(a)
+	if _, _, host := sharedFile.HostFileAt(p.off, PageSize); !host || !p.cow {
+		t.Fatalf("the mapping's pages are at %#x (cow %v): not the host file's, copy-on-write", p.off, p.cow)
+	}
+	buf := make([]byte, 2)
+	if _, err := m.CopyIn(a+20*PageSize+99, buf); err != nil || buf[0] != 'H' || buf[1] != 0 {
+		t.Fatalf("the end of the file reads %q (%v), want H and a zero", buf, err)
+	}
+	if _, err := m.CopyOut(a+PageSize, []byte("w")); err != nil {
+		t.Fatal(err)
+	}
+	p, _ = m.pmas.lookup(a + PageSize)
+	if _, _, host := sharedFile.HostFileAt(p.off, PageSize); host || p.cow {
+		t.Fatal("a written page is still the host file's")
+	}
+	if m.CopyIn(a+PageSize, buf); string(buf) != "wH" {
+		t.Fatalf("the written page reads %q, want wH", buf)
+	}
+	if b, _ := os.ReadFile(path); !bytes.Equal(b, data) {
+		t.Fatal("a private write reached the host file")
 	}
 }

@@ -8,8 +8,9 @@
  *    where the saved registers are, hands the thread to the sentry through the
  *    slot's state word and waits (spin, then futex) until the sentry says
  *    resume; rt_sigreturn then restores the registers the sentry wrote;
- *  - the syscall thread: executes mmap, munmap, mprotect and clone on the
- *    sentry's behalf, reading requests from a page the stub can only read;
+ *  - the syscall thread: executes mmap, munmap, mprotect, clone and
+ *    recvmsg (of host files' descriptors) on the sentry's behalf, reading
+ *    requests from a page the stub can only read;
  *  - start-up of new stubs and new guest threads.
  *
  * The syscall thread never touches its stack: the guest can write every
@@ -92,8 +93,8 @@ stub_start:
  * first_stub_init: entered from the sentry's raw fork (fork_amd64.s), in a
  * copy of the sentry's address space, with no usable stack.
  *   r12 = control file fd, r14 = control-file offset of this stub's request page.
- * It keeps only the stub region, the control and memory files, then becomes a
- * syscall thread.
+ * It keeps only the stub region, the control and memory files and the
+ * host-file socket, then becomes a syscall thread.
  */
 first_stub_init:
 	/* Map the parameters read-only. */
@@ -122,29 +123,27 @@ first_stub_init:
 	testq %rax, %rax
 	jnz 1f
 
-	/* Close every fd but the control and memory files. */
+	/* Close every fd but the control and memory files and the socket
+	 * host files' descriptors come on: PAR_KEEP_FDS, sorted, distinct. */
 	movabsq $PARAMS_VA, %r15
-	movl PAR_CTL_FD(%r15), %ebx
-	movl PAR_MEM_FD(%r15), %ebp
-	cmpl %ebx, %ebp
-	jae 2f
-	xchgl %ebx, %ebp /* ebx = lower fd, ebp = higher fd */
-2:	testl %ebx, %ebx
-	jz 3f
+	xorl %ebx, %ebx /* the lowest fd neither kept nor closed yet */
+	xorl %ebp, %ebp
+2:	cmpl $NUM_KEEP_FDS, %ebp
+	jae 4f
+	movl PAR_KEEP_FDS(%r15,%rbp,4), %esi
+	cmpl %ebx, %esi
+	je 3f
 	movl $SYS_close_range, %eax
-	xorl %edi, %edi
-	leal -1(%rbx), %esi
+	movl %ebx, %edi
+	decl %esi
 	xorl %edx, %edx
 	syscall
-3:	leal 1(%rbx), %edi
-	cmpl %edi, %ebp
-	je 4f
-	movl $SYS_close_range, %eax
-	leal -1(%rbp), %esi
-	xorl %edx, %edx
-	syscall
+	movl PAR_KEEP_FDS(%r15,%rbp,4), %esi
+3:	leal 1(%rsi), %ebx
+	incl %ebp
+	jmp 2b
 4:	movl $SYS_close_range, %eax
-	leal 1(%rbp), %edi
+	movl %ebx, %edi
 	movl $-1, %esi
 	xorl %edx, %edx
 	syscall
