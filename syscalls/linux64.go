@@ -21,7 +21,7 @@ const (
 
 	noteMountsInside    = "until mounts inside the sandbox's own tree (issue #14)"
 	noteNamespaces      = "new UTS, IPC, mount and pid namespaces (with CAP_SYS_ADMIN; setns joins UTS, IPC and pid ones); the sandbox has one network, cgroup and time namespace and no user namespaces, and asking for a new one answers EINVAL, as Linux built without that kind does; " + notePIDNamespaceIDs
-	notePIDNamespaceIDs = "the pids that System V and mqueue objects record are the process's in its own pid namespace, not translated for a reader in another"
+	notePIDNamespaceIDs = "a message queue file's NOTIFY_PID is the registering process's pid in its own pid namespace, not translated for a reader in another"
 	noteCloneNamespaces = "every flag but the namespace ones, which make " + noteNamespaces
 	noteMount           = "with CAP_SYS_ADMIN, in the caller's mount tree (never the host's): new tmpfs, proc, sysfs, cgroup2 (empty), mqueue and devpts instances, bind mounts (MS_REC), remounts of the per-mount flags; propagation changes are accepted and mean nothing (every mount is private); MS_MOVE answers EINVAL, other types ENODEV"
 	notePtrace          = "between the sandbox's tasks, under YAMA's ptrace_scope 1; hardware breakpoints and watchpoints are not armed (a DR7 that enables one is ENOSPC), PTRACE_PEEKSIGINFO, PTRACE_GET_THREAD_AREA, PTRACE_SINGLEBLOCK and the seccomp requests answer EIO, there is no PTRACE_EVENT_SECCOMP, and segment registers cannot be changed"

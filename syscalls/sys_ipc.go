@@ -17,7 +17,7 @@ func ipcCaller(t *kernel.Task) *ipc.Caller {
 	c := t.Creds()
 	c.Lock()
 	defer c.Unlock()
-	return &ipc.Caller{PID: t.PID(), EUID: c.EUID, EGID: c.FSGID, Groups: append([]uint32(nil), c.Groups...),
+	return &ipc.Caller{PID: t.ThreadGroup().PID(), EUID: c.EUID, EGID: c.FSGID, Groups: append([]uint32(nil), c.Groups...),
 		Caps: c.CapEffective}
 }
 

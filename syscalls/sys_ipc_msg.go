@@ -91,7 +91,7 @@ func Msgctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			return 0, err
 		}
 		ds := msqid64Ds{Perm: toIPC64Perm(st.Perm), Stime: st.Stime, Rtime: st.Rtime, Ctime: st.Ctime,
-			Cbytes: st.Cbytes, Qnum: st.Qnum, Qbytes: st.Qbytes, LSPID: st.LSPID, LRPID: st.LRPID}
+			Cbytes: st.Cbytes, Qnum: st.Qnum, Qbytes: st.Qbytes, LSPID: t.SeenID(st.LSPID), LRPID: t.SeenID(st.LRPID)}
 		return statReturn(cmd, st.Perm.ID), copyOutStruct(t, buf, &ds)
 	case unix.IPC_SET:
 		var ds msqid64Ds

@@ -101,6 +101,9 @@ func Semctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return statReturn(cmd, st.Perm.ID), copyOutStruct(t, ptr, &ds)
 	case linuxabi.GETVAL, linuxabi.GETPID, linuxabi.GETNCNT, linuxabi.GETZCNT:
 		v, err := ns.SemRead(c, id, num, cmd)
+		if cmd == linuxabi.GETPID {
+			v = int(t.SeenID(int32(v)))
+		}
 		return retErr(uintptr(v), err)
 	case linuxabi.GETALL:
 		vals, err := ns.SemGetAll(c, id)

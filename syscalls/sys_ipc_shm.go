@@ -58,7 +58,7 @@ func Shmat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer seg.Attached(t.PID())
+	defer seg.Attached(t.ThreadGroup().PID())
 	prot, maxProt := platform.ProtRead, platform.ProtRead|platform.ProtExec
 	if !readOnly {
 		prot |= platform.ProtWrite
@@ -96,7 +96,7 @@ func Shmdt(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, err
 	}
 	if seg, ok := tr.(*ipc.Shm); ok {
-		seg.Detached(t.PID())
+		seg.Detached(t.ThreadGroup().PID())
 	}
 	return 0, nil
 }
@@ -121,7 +121,7 @@ func Shmctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			return 0, err
 		}
 		ds := shmid64Ds{Perm: toIPC64Perm(st.Perm), Segsz: st.Size, Atime: st.Atime, Dtime: st.Dtime, Ctime: st.Ctime,
-			CPID: st.CPID, LPID: st.LPID, Nattch: st.Nattch}
+			CPID: t.SeenID(st.CPID), LPID: t.SeenID(st.LPID), Nattch: st.Nattch}
 		return statReturn(cmd, st.Perm.ID), copyOutStruct(t, buf, &ds)
 	case unix.IPC_SET:
 		var ds shmid64Ds

@@ -144,7 +144,7 @@ func MqTimedsend(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	c.Lock()
 	uid := c.UID
 	c.Unlock()
-	return 0, q.Send(text, prio, f.Flags()&unix.O_NONBLOCK != 0, deadline, t, mqueue.Sender{PID: t.PID(), UID: uid})
+	return 0, q.Send(text, prio, f.Flags()&unix.O_NONBLOCK != 0, deadline, t, mqueue.Sender{PID: t.ThreadGroup().PID(), UID: uid})
 }
 
 // MqTimedreceive implements Linux syscall mq_timedreceive(2): it returns
@@ -254,7 +254,7 @@ func mqNotification(t *kernel.Task, addr uintptr) (*mqueue.Notification, error) 
 			tg := t.ThreadGroup()
 			n.Fire = func(from mqueue.Sender) {
 				info := kernel.SigInfo{Signo: signo, Code: siMesgQ}
-				info.SetSender(from.PID, from.UID)
+				info.SetSender(tg.SeenID(from.PID), from.UID) // as the notified process sees the sender
 				info.SetValue(value)
 				tg.SendSignal(info)
 			}

@@ -16,7 +16,8 @@
  * orphans become init's children (getppid 1); SCM_CREDENTIALS sent
  * from init reach the parent with init's pid there, those the parent
  * sends reach init with pid 0, as does SO_PEERCRED of a socketpair the
- * parent made; F_GETLK names a lock's holder the same way. A proc mounted in the
+ * parent made; F_GETLK names a lock's holder the same way, and
+ * shmctl(IPC_STAT) a segment's maker and last attacher. A proc mounted in the
  * namespace (after unshare(CLONE_NEWNS)) lists only its processes: self
  * is 1, status shows Pid 1 and NSpid 1, while the parent's /proc shows the
  * child's NSpid as its pid there and 1, as does a pidfd's fdinfo. setns to the child's ns/pid makes
@@ -35,7 +36,9 @@
 
 #include <sched.h>
 #include <signal.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -122,6 +125,20 @@ static const char *proc_pids(void)
 static volatile sig_atomic_t usr1_pid = -1;
 static int cred_sock[2] = { -1, -1 }; /* a socketpair the parent made */
 static int lock_fd = -1;               /* a memfd the parent locks byte 10 of */
+static int shm_id = -1;                /* a System V segment the parent made */
+
+/* shm_pids returns "cpid lpid" of shm_id's IPC_STAT. */
+static const char *shm_pids(void)
+{
+	static char buf[64];
+	struct shmid_ds ds;
+
+	if (shmctl(shm_id, IPC_STAT, &ds) != 0)
+		snprintf(buf, sizeof(buf), "(%s)", check_errname(errno));
+	else
+		snprintf(buf, sizeof(buf), "%d %d", ds.shm_cpid, ds.shm_lpid);
+	return buf;
+}
 
 /* lock_pid is F_GETLK's l_pid for a write lock of byte at of lock_fd, -1
  * when none holds it. */
@@ -273,6 +290,16 @@ static void init_body(int to, int from)
 		CHECK_OK(fcntl(lock_fd, F_SETLK, &fl));
 	}
 
+	/* So does a System V segment's maker; its last attacher, this one,
+	 * shows to the parent. */
+	{
+		void *p;
+		CHECK_STR(shm_pids(), "0 0");
+		p = shmat(shm_id, NULL, 0);
+		CHECK(p != (void *)-1);
+		CHECK_STR(shm_pids(), "0 1");
+	}
+
 	/* From inside, the parent's namespace cannot be joined; its own
 	 * can. */
 	{
@@ -327,6 +354,7 @@ static void check_unshare_and_fork(void)
 	CHECK(outer_ns_fd >= 0);
 	CHECK_OK(socketpair(AF_UNIX, SOCK_DGRAM, 0, cred_sock));
 	lock_fd = CHECK_OK(memfd_create("pidns-locks", 0));
+	shm_id = CHECK_OK(shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600));
 	CHECK_OK(ftruncate(lock_fd, 64));
 	{
 		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 10, .l_len = 1 };
@@ -350,6 +378,12 @@ static void check_unshare_and_fork(void)
 	send_creds(cred_sock[0], mypid);
 	CHECK_EQ(read(to[0], &c, 1), 1); /* the child has checked itself */
 	CHECK_EQ(lock_pid(0), child);
+	{
+		char want[64];
+		snprintf(want, sizeof(want), "%d %d", mypid, child);
+		CHECK_STR(shm_pids(), want);
+		CHECK_OK(shmctl(shm_id, IPC_RMID, NULL));
+	}
 
 	char child_ns[64], path[64];
 	snprintf(path, sizeof(path), "/proc/%d/ns/pid", child);

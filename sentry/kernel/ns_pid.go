@@ -342,3 +342,7 @@ func (k *Kernel) TaskIDsIn(ns *PIDNamespace, t *Task) TaskIDs {
 // PIDsIn lists tg's pid as seen in ns and each namespace below it down to
 // tg's own (ns is /proc's, for NSpid lines); nil if tg is outside ns.
 func (tg *ThreadGroup) PIDsIn(ns *PIDNamespace) []int32 { return tg.k.IDsIn(ns, tg.pidns, tg.pid) }
+
+// SeenID is root id id as tg's tasks see it, 0 where it is not in tg's
+// pid namespace.
+func (tg *ThreadGroup) SeenID(id int32) int32 { return tg.pidns.idOf(id) }

@@ -88,7 +88,9 @@ func (q *Queue) waitLocked(b Blocker, deadline time.Time) error {
 }
 
 // Sender is who sent the message that sets off a notification: its
-// process id and real user id, as SI_MESGQ's siginfo carries them.
+// process id (as the sandbox's pid namespace numbers it: the notified
+// process's view is made from it) and real user id, as SI_MESGQ's
+// siginfo carries them.
 type Sender struct {
 	PID int32
 	UID uint32

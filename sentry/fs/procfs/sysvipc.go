@@ -15,7 +15,9 @@ func (f *fs) sysvipcDir() *node {
 		n := f.file("sysvipc/"+name, func() ([]byte, error) { return table(), nil })
 		return child{name, n}
 	}
-	cs := []child{file("shm", ns.ShmTable), file("sem", ns.SemTable), file("msg", ns.MsgTable)}
+	seen := func(pid int32) int32 { return f.k.IDIn(f.ns, pid) }
+	cs := []child{file("shm", func() []byte { return ns.ShmTable(seen) }), file("sem", ns.SemTable),
+		file("msg", func() []byte { return ns.MsgTable(seen) })}
 	return f.dir("sysvipc", false, func() []child { return cs })
 }
 

@@ -101,7 +101,7 @@ func (ns *Namespace) seconds() int64 { return ns.now().Unix() }
 // Caller is who makes a request: its process, the ids a permission check
 // compares and its effective capabilities.
 type Caller struct {
-	PID        int32
+	PID        int32  // as the sandbox's pid namespace numbers it; readers translate it
 	EUID, EGID uint32 // EGID: the fs gid, as Linux's in_group_p compares
 	Groups     []uint32
 	Caps       uint64
