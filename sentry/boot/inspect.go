@@ -33,7 +33,7 @@ func (s *Sandbox) processes(container string) []control.ProcessInfo {
 		uid := c.UID
 		c.Unlock()
 		user, sys := tg.CPUTime()
-		info := control.ProcessInfo{PID: tg.PID(), PPID: t.PPID(), UID: uid, Comm: t.Comm(),
+		info := control.ProcessInfo{PID: tg.PID(), PPID: s.Kernel.TaskIDsIn(s.Kernel.RootPIDNamespace(), t).PPID, UID: uid, Comm: t.Comm(),
 			Started: t.StartTime().Sub(s.Kernel.BootTime()).Nanoseconds(), CPU: (user + sys).Nanoseconds(),
 			Threads: len(tg.Tasks())}
 		if m := t.MM(); m != nil {

@@ -103,7 +103,8 @@ func cpuRange(n int) string {
 }
 
 // cgroupPIDs lists the sandbox's processes (or, with threads, its tasks)
-// one a line, as cgroup.procs and cgroup.threads do.
+// one a line, as cgroup.procs and cgroup.threads do, by their ids in the
+// sandbox's pid namespace.
 func cgroupPIDs(k *kernel.Kernel, threads bool) string {
 	var ids []string
 	for _, tg := range k.ThreadGroups() {
@@ -112,7 +113,7 @@ func cgroupPIDs(k *kernel.Kernel, threads bool) string {
 			continue
 		}
 		for _, t := range tg.Tasks() {
-			ids = append(ids, strconv.Itoa(int(t.TID())))
+			ids = append(ids, strconv.Itoa(int(t.RootTID())))
 		}
 	}
 	return strings.Join(ids, "\n")
