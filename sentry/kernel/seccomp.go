@@ -81,7 +81,7 @@ func (t *Task) AddSeccompFilter(prog []seccomp.Insn, tsync, errESRCH bool) (fail
 			if errESRCH {
 				return 0, unix.ESRCH
 			}
-			return o.tid, nil
+			return o.vtid, nil // as the caller, in the same process, sees it
 		}
 	}
 	t.sc.chain.Store(chain)
