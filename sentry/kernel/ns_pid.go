@@ -25,9 +25,9 @@ import (
 const maxPIDNSLevel = 32
 
 // PIDNamespace is one pid namespace. The root one has level 0 and no
-// maps. The others' maps change under the kernel's treeMu and mu both,
-// and are read under either: mu is taken last, so that an id can be
-// translated under any other lock.
+// maps. The others' maps change under the kernel's treeMu and mu both and
+// are read under mu, which is taken last, so that an id can be translated
+// under any other lock.
 type PIDNamespace struct {
 	parent *PIDNamespace
 	level  int
@@ -261,10 +261,11 @@ func (t *Task) PIDSeenBy(tg *ThreadGroup) int32 {
 }
 
 // tidIn is t's thread id as observer sees it.
-func (t *Task) tidIn(observer *Task) int32 { return t.k.tidIn(t.tid, t, observer) }
+func (t *Task) tidIn(observer *Task) int32 { return t.k.tidIn(t.tid, observer) }
 
-// tidIn is the thread id tid of task t as observer sees it.
-func (k *Kernel) tidIn(tid int32, t, observer *Task) int32 { return k.IDIn(observer.tg.pidns, tid) }
+// tidIn is the thread id tid (one a task had, which exec may have taken
+// from it) as observer sees it.
+func (k *Kernel) tidIn(tid int32, observer *Task) int32 { return k.IDIn(observer.tg.pidns, tid) }
 
 // pidIn is tg's pid as a process in ns sees it.
 func (tg *ThreadGroup) pidIn(ns *PIDNamespace) int32 { return ns.idOf(tg.pid) }

@@ -263,7 +263,7 @@ func (t *Task) ptraceExec(oldTID int32) {
 	switch {
 	case tracer == nil:
 	case opts&unix.PTRACE_O_TRACEEXEC != 0:
-		msg := uint64(t.k.tidIn(oldTID, t, tracer))
+		msg := uint64(t.k.tidIn(oldTID, tracer))
 		t.ptraceNotify(int32(unix.SIGTRAP)|unix.PTRACE_EVENT_EXEC<<8, msg, false)
 	case !seized:
 		info := SigInfo{Signo: int32(unix.SIGTRAP), Code: linuxabi.SI_USER}
