@@ -264,15 +264,19 @@ func TestInterruptStopsARunningGuest(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		ctx.Interrupt()
 	}()
+	start := time.Now()
 	ev, err := ctx.Switch(&regs)
+	elapsed := time.Since(start)
 	if err != nil || ev.Kind != platform.EventInterrupt {
 		t.Fatalf("event %+v err %v, want an interrupt", ev, err)
 	}
 	if regs.Rax == 0 || regs.Rip < codeAddr || regs.Rip >= codeAddr+5 {
 		t.Errorf("rax %d rip %#x: the guest did not run, or stopped outside its loop", regs.Rax, regs.Rip)
 	}
-	if ev.GuestTime < 10*time.Millisecond {
-		t.Errorf("guest time %v for a guest that ran 50ms", ev.GuestTime)
+	// What the host gave the vCPU thread of those 50 ms: some of it, on a
+	// loaded host not all (platform.HostCPUBound).
+	if ev.GuestTime <= 0 || ev.GuestTime > elapsed {
+		t.Errorf("guest time %v for a guest that ran in a Switch of %v", ev.GuestTime, elapsed)
 	}
 	// The next Switch goes on counting.
 	n := regs.Rax
