@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"golang.org/x/sys/unix"
@@ -39,10 +40,13 @@ const (
 
 // keepNamePattern is what a kept sandbox may be called: one path element,
 // never "." or "..", nor a name a shell or a listing would misread.
-var keepNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// It is compiled on first use, not at init: the sentry and the gofer,
+// the same binary, run every package's init and never match it, and an
+// idle sandbox keeps what its inits allocated (docs/architecture.md).
+var keepNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 func checkKeepName(flag, name string) error {
-	if !keepNamePattern.MatchString(name) {
+	if !keepNamePattern().MatchString(name) {
 		return flagErr(flag, "%q: a name is 1 to 64 letters, digits, '.', '_' and '-', starting with a letter or digit", name)
 	}
 	return nil
@@ -187,7 +191,7 @@ func listKept(w io.Writer, root string) error {
 			return fmt.Errorf("--list: %w", err)
 		}
 		for _, e := range ents {
-			if !e.IsDir() || !keepNamePattern.MatchString(e.Name()) {
+			if !e.IsDir() || !keepNamePattern().MatchString(e.Name()) {
 				continue
 			}
 			st, err := os.Stat(filepath.Join(root, e.Name(), keptState))

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -52,7 +53,10 @@ var safeEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLO
 
 // secretName matches the names of variables that usually hold a secret;
 // they are never passed unless --env gives their value.
-var secretName = regexp.MustCompile(`(?i)TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL`)
+// It is compiled on first use, not at init: the sentry and the gofer,
+// the same binary, run every package's init and never match it, and an
+// idle sandbox keeps what its inits allocated (docs/architecture.md).
+var secretName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL`) })
 
 // localHost is what a sandbox's spec is made from besides the policy: the
 // caller's side of the machine.
@@ -440,7 +444,7 @@ func localEnv(given []string, h localHost) ([]string, error) {
 			return nil, flagErr("--env", "%q: want NAME or NAME=VALUE", e)
 		}
 		if !hasValue {
-			if secretName.MatchString(k) {
+			if secretName().MatchString(k) {
 				return nil, flagErr("--env", "%s looks like a secret's name: it is passed only with its value, --env %s=VALUE", k, k)
 			}
 			hv, ok := host[k]

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -18,7 +19,10 @@ var supportedMinors = map[int]bool{0: true, 1: true, 2: true, 3: true}
 
 // versionPattern matches major.minor.patch with an optional pre-release
 // suffix, as in runc's own "1.0.2-dev".
-var versionPattern = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.+-]+)?$`)
+// It is compiled on first use, not at init: the sentry and the gofer,
+// the same binary, run every package's init and never match it, and an
+// idle sandbox keeps what its inits allocated (docs/architecture.md).
+var versionPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.+-]+)?$`) })
 
 // validate checks the fields of spec that moat needs, in the order a reader
 // of config.json would fix them.
@@ -103,7 +107,7 @@ func validateHooks(h *specs.Hooks, fail func(field, format string, args ...any) 
 
 // supportedVersion reports whether v is a 1.0.x to 1.3.x version string.
 func supportedVersion(v string) bool {
-	m := versionPattern.FindStringSubmatch(v)
+	m := versionPattern().FindStringSubmatch(v)
 	if m == nil || m[1] != "1" {
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,11 +30,14 @@ var (
 
 // idPattern is what a container id may hold. It keeps an id a single path
 // component, so that no id can name a directory outside the root.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9_+.-]+$`)
+// It is compiled on first use, not at init: the sentry and the gofer,
+// the same binary, run every package's init and never match it, and an
+// idle sandbox keeps what its inits allocated (docs/architecture.md).
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_+.-]+$`) })
 
 // ValidateID rejects ids that are not one plain path component.
 func ValidateID(id string) error {
-	if !idPattern.MatchString(id) || id == "." || id == ".." {
+	if !idPattern().MatchString(id) || id == "." || id == ".." {
 		return fmt.Errorf("invalid container ID format: %q (use letters, digits, '_', '+', '-', '.')", id)
 	}
 	return nil
