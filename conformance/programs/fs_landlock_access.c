@@ -304,6 +304,24 @@ static void refer_unhandled(void)
 	CHECK_OK(rename(at("rw/a2"), at("rw/a")));
 }
 
+/* outside_files: files in no file system a task could name (a pipe, a
+ * namespace) reopened through /proc are not restricted. */
+static void outside_files(void)
+{
+	int p[2], rs, fd;
+	char path[64];
+
+	CHECK_OK(pipe(p));
+	rs = new_ruleset(FS_READ | LANDLOCK_ACCESS_FS_WRITE_FILE);
+	enforce(rs);
+	CHECK_EQ(opens("/proc/self/status", O_RDONLY), EACCES);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", p[1]);
+	fd = CHECK_OK(open(path, O_WRONLY));
+	CHECK_EQ(write(fd, "x", 1), 1);
+	close(fd);
+	CHECK_EQ(opens("/proc/self/ns/uts", O_RDONLY), 0);
+}
+
 /* ioctl_dev: a device opened under a domain handling IOCTL_DEV takes
  * only the requests Landlock always lets through, unless a rule allows
  * IOCTL_DEV there; other files, and devices opened before, take all. */
@@ -341,7 +359,7 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
 
 int main(int argc, char **argv)
 {
-	void (*cases[])(void) = { rules_follow_files, layers, refer, refer_unhandled, ioctl_dev };
+	void (*cases[])(void) = { rules_follow_files, layers, refer, refer_unhandled, outside_files, ioctl_dev };
 	int abi;
 	pid_t pid;
 

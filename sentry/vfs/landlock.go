@@ -252,7 +252,11 @@ func (dom *LandlockDomain) deniedAt(p Path, want uint64) layerRights {
 	if !m.any() {
 		return m
 	}
-	for _, d := range landlockWalk(p) {
+	chain := landlockWalk(p)
+	if chain == nil {
+		return layerRights{} // outside every file system: a pipe, an nsfs file
+	}
+	for _, d := range chain {
 		dom.grant(&m, d)
 		if !m.any() {
 			break
