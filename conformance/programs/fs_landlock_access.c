@@ -201,12 +201,20 @@ static void read_only_tree(char **argv)
 	CHECK_OK(ftruncate(before, 1)); /* opened before the domain */
 	close(before);
 
-	/* What Landlock does not check: O_PATH, stat, chdir. */
+	/* What Landlock does not check: O_PATH, stat, access, chdir. */
 	CHECK_EQ(opens(at("ro/f"), O_PATH), 0);
 	{
 		struct stat st;
 
 		CHECK_OK(stat(at("ro/f"), &st));
+	}
+	CHECK_OK(access(at("ro/f"), W_OK));
+	{
+		int cwd = CHECK_OK(open(".", O_PATH | O_DIRECTORY));
+
+		CHECK_OK(chdir(at("ro")));
+		CHECK_OK(fchdir(cwd));
+		close(cwd);
 	}
 
 	/* A child inherits the domain; a program it runs keeps it. */
