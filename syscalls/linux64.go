@@ -31,7 +31,7 @@ const (
 	noteAIO             = "operations (pread, pwrite, preadv, pwritev, fsync, fdsync) complete at submit, as Linux's buffered ones do, their events on the ring in the caller's memory and IOCB_FLAG_RESFD's eventfd signalled; IOCB_CMD_POLL is EINVAL; a fork's child has no contexts"
 	noteKeys            = "the sandbox's own keys (none of the host's): thread, process, session, user and user session keyrings, types user, logon and keyring; a key a task reaches it may use in every way (permissions are not checked), and no quotas"
 	noteOneNode         = "the sandbox has one memory node: Linux built without NUMA answers ENOSYS, which libnuma reads as NUMA unavailable"
-	noteLandlock        = "Landlock ABI 7, enforced by the sentry: every file-system right (rules on the file itself, not its name), the TCP bind and connect rights, the signal and abstract unix socket scopes; the audit flags change nothing, as on a Linux built without audit"
+	noteLandlock        = "Landlock ABI 7, enforced by the sentry: every file-system right (rules on the file itself, not its name), the TCP bind and connect rights, the signal and abstract unix socket scopes. Partial: the audit flags change nothing (no audit log, as on a Linux built without audit), and a rule names a file by device and inode number, which a host file system may give a new file once the old one is deleted (Linux holds the inode)"
 )
 
 // Areas that will bring the calls moat lacks for now.
