@@ -15,7 +15,9 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 /* The C library's headers may predate ABIs 3 and 5. */
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
@@ -143,6 +145,18 @@ static void read_only_domain(void)
 	enforce(rs);
 }
 
+/* bind_unix binds a new unix socket to path: 0 or the errno. */
+static int bind_unix(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = CHECK_OK(socket(AF_UNIX, SOCK_STREAM, 0)), r;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	r = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	close(fd);
+	return r < 0 ? errno : 0;
+}
+
 /* denied_in_ro checks what read_only_domain denies in base/ro. */
 static void denied_in_ro(void)
 {
@@ -153,6 +167,7 @@ static void denied_in_ro(void)
 	CHECK_ERR(mkdir(at("ro/d"), 0755), EACCES);
 	CHECK_ERR(mknod(at("ro/p"), S_IFIFO | 0644, 0), EACCES);
 	CHECK_ERR(symlink("f", at("ro/l")), EACCES);
+	CHECK_EQ(bind_unix(at("ro/sock")), EACCES); /* MAKE_SOCK */
 	CHECK_ERR(unlink(at("ro/f")), EACCES);
 	CHECK_ERR(rmdir(at("ro/sub")), EACCES);
 	CHECK_ERR(rename(at("ro/f"), at("ro/f2")), EACCES);
@@ -184,6 +199,7 @@ static void read_only_tree(char **argv)
 	CHECK_OK(mkdir(at("rw/d"), 0755));
 	CHECK_OK(mknod(at("rw/p"), S_IFIFO | 0644, 0));
 	CHECK_OK(symlink("x", at("rw/l")));
+	CHECK_EQ(bind_unix(at("rw/sock")), 0);
 	CHECK_OK(rename(at("rw/x"), at("rw/x2")));
 	CHECK_OK(rename(at("rw/x2"), at("rw/sub/x"))); /* REFER, no gain */
 	CHECK_OK(link(at("rw/sub/x"), at("rw/hl")));
