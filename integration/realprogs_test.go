@@ -73,7 +73,7 @@ func realChecks(t *testing.T, dir string) []realCheck {
 		{name: "unshare-pid", args: bash(`unshare -p -f --mount-proc sh -c 'echo $$ $PPID $(cat /proc/1/comm)'`),
 			stdout: "1 0 sh\n", caps: []string{"CAP_SYS_ADMIN"}},
 		// bubblewrap as root with CAP_SYS_ADMIN (realscripts_sys_test.go).
-		{name: "bwrap", args: bash(bwrapNamespaces), stdout: "ok\nok\n2 1 bwrap\n", caps: []string{"CAP_SYS_ADMIN"}},
+		{name: "bwrap", args: bash(bwrapNamespaces), stdout: "ok\nok\n2 1 bwrap\nhi\nbox\n2\n", caps: []string{"CAP_SYS_ADMIN"}},
 		{name: "python-sched", args: python(pythonSched), stdout: "True True\n{0}\n0 5 5\nTrue 99\n"},
 		{name: "python-setitimer", args: python(pythonSetitimer), stdout: "3 (0.0, 0.0)\nTrue\n"},
 		{name: "python-shared-memory", args: python(pythonSharedMemory), stdout: "42 0\n"},

@@ -94,8 +94,12 @@ print(c.ru_maxrss > 0, c.ru_utime + c.ru_stime >= 0)
 
 // bwrapNamespaces runs bubblewrap as coding agents wrap a tool call: the
 // root bound read-only in a mount namespace of its own, then with a pid
-// namespace, a proc and a /dev too; the command is pid 2 under bwrap's
-// init there.
+// namespace, a proc and a /dev too, where the command is pid 2 under
+// bwrap's init; then with every namespace but the network's and the
+// user's (a cgroup one because /proc/self/ns/cgroup exists), a session
+// of its own, a private /tmp and a host name.
 const bwrapNamespaces = `bwrap --ro-bind / / true && echo ok
 bwrap --ro-bind / / --unshare-pid --proc /proc --dev /dev true && echo ok
-bwrap --ro-bind / / --unshare-pid --proc /proc --dev /dev sh -c 'echo $$ $PPID $(cat /proc/1/comm)'`
+bwrap --ro-bind / / --unshare-pid --proc /proc --dev /dev sh -c 'echo $$ $PPID $(cat /proc/1/comm)'
+bwrap --ro-bind / / --dev /dev --proc /proc --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try \
+	--die-with-parent --new-session --tmpfs /tmp --hostname box sh -c 'echo hi > /tmp/x; cat /tmp/x; hostname; echo $$'`

@@ -20,7 +20,7 @@ const (
 	noteMapEOF    = "a file's pages past its end when mapped stay SIGBUS if the file grows later, and a tmpfs size limit does not count pages first written through a mapping"
 
 	noteMountsInside    = "until mounts inside the sandbox's own tree (issue #14)"
-	noteNamespaces      = "new UTS, IPC, mount and pid namespaces (with CAP_SYS_ADMIN; setns joins UTS, IPC and pid ones); the sandbox has one network, cgroup and time namespace and no user namespaces, and asking for a new one answers EINVAL, as Linux built without that kind does; " + notePIDNamespaceIDs
+	noteNamespaces      = "new UTS, IPC, mount, pid and cgroup namespaces (with CAP_SYS_ADMIN; setns joins all but mount ones; a cgroup namespace's root is the sandbox's one cgroup); the sandbox has one network and time namespace and no user namespaces, and asking for a new one answers EINVAL, as Linux built without that kind does; " + notePIDNamespaceIDs
 	notePIDNamespaceIDs = "a message queue file's NOTIFY_PID is the registering process's pid in its own pid namespace, not translated for a reader in another"
 	noteCloneNamespaces = "every flag but the namespace ones, which make " + noteNamespaces
 	noteMount           = "with CAP_SYS_ADMIN, in the caller's mount tree (never the host's): new tmpfs, proc, sysfs, cgroup2 (empty), mqueue and devpts instances, bind mounts (MS_REC), remounts of the per-mount flags; propagation changes are accepted and mean nothing (every mount is private); MS_MOVE answers EINVAL, other types ENODEV"

@@ -40,12 +40,17 @@ func Setns(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			if nstype != 0 && nstype != unix.CLONE_NEWUTS {
 				return 0, unix.EINVAL
 			}
-			return 0, t.SetNS(ns, nil)
+			return 0, t.SetNS(ns, nil, nil)
 		case *ipc.Namespace:
 			if nstype != 0 && nstype != unix.CLONE_NEWIPC {
 				return 0, unix.EINVAL
 			}
-			return 0, t.SetNS(nil, ns)
+			return 0, t.SetNS(nil, ns, nil)
+		case *kernel.CgroupNamespace:
+			if nstype != 0 && nstype != unix.CLONE_NEWCGROUP {
+				return 0, unix.EINVAL
+			}
+			return 0, t.SetNS(nil, nil, ns)
 		case *kernel.PIDNamespace:
 			if nstype != 0 && nstype != unix.CLONE_NEWPID {
 				return 0, unix.EINVAL
@@ -54,8 +59,8 @@ func Setns(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		case nsfs.Single:
 			// The caller's already: joining it changes nothing, after
 			// the checks (its own user namespace cannot be joined).
-			want := map[string]uint64{"cgroup": unix.CLONE_NEWCGROUP, "net": unix.CLONE_NEWNET,
-				"time": unix.CLONE_NEWTIME, "user": unix.CLONE_NEWUSER}[ns.Kind]
+			want := map[string]uint64{"net": unix.CLONE_NEWNET, "time": unix.CLONE_NEWTIME,
+				"user": unix.CLONE_NEWUSER}[ns.Kind]
 			if (nstype != 0 && nstype != want) || ns.Kind == "user" {
 				return 0, unix.EINVAL
 			}
@@ -70,8 +75,8 @@ func Setns(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		const kinds = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWPID |
 			unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME | unix.CLONE_NEWUSER
 		// The caller's own user namespace cannot be joined (EINVAL);
-		// the other kinds but UTS, IPC and pid the sandbox has one of,
-		// the caller's already. The pid namespace is the process's own,
+		// the other kinds but UTS, IPC, pid and cgroup the sandbox has
+		// one of, the caller's already. The pid namespace is the process's own,
 		// which must be the caller's or nested in it.
 		if nstype == 0 || nstype&^kinds != 0 || nstype&unix.CLONE_NEWUSER != 0 {
 			return 0, unix.EINVAL
@@ -91,7 +96,11 @@ func Setns(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		if nstype&unix.CLONE_NEWIPC == 0 {
 			ipcns = nil
 		}
-		if err := t.SetNS(uts, ipcns); err != nil || nstype&unix.CLONE_NEWPID == 0 {
+		var cg *kernel.CgroupNamespace
+		if nstype&unix.CLONE_NEWCGROUP != 0 {
+			cg = leader.CgroupNamespace()
+		}
+		if err := t.SetNS(uts, ipcns, cg); err != nil || nstype&unix.CLONE_NEWPID == 0 {
 			return 0, err
 		}
 		return 0, t.SetPIDNamespace(pidns)

@@ -82,7 +82,9 @@ type Kernel struct {
 	keys    keyTable       // keys.go
 	ipcns   *ipc.Namespace // the sandbox's IPC namespace (task_ipc.go)
 	utsns   *UTSNamespace  // the sandbox's UTS namespace (ns_uts.go)
-	freezer freezer        // pause.go
+	// cgroupns is the sandbox's first cgroup namespace (ns_cgroup.go).
+	cgroupns *CgroupNamespace
+	freezer  freezer // pause.go
 	// sigCharges counts each user's POSIX timers against
 	// RLIMIT_SIGPENDING (posix_timer.go).
 	sigCharges sigCharges
@@ -128,6 +130,7 @@ func New(c Config) (*Kernel, error) {
 	k.rootPIDNS = newRootPIDNamespace()
 	k.ipcns = k.newRootIPC()
 	k.utsns = newUTSNamespace(c.Hostname, defaultDomain)
+	k.cgroupns = newCgroupNamespace()
 	k.sbLimits.wake = make(chan struct{}, 1)
 	return k, nil
 }

@@ -67,10 +67,11 @@ type Task struct {
 	sched   Sched // task_sched.go, under tg.mu as prctl
 	started time.Time
 	// ipcns and semUndo (task_ipc.go) change only in the task itself,
-	// ipcns and utsns under tg.mu (task_unshare.go).
-	ipcns   *ipc.Namespace
-	utsns   *UTSNamespace
-	semUndo *ipc.UndoList
+	// ipcns, utsns and cgroupns under tg.mu (task_unshare.go).
+	ipcns    *ipc.Namespace
+	utsns    *UTSNamespace
+	cgroupns *CgroupNamespace
+	semUndo  *ipc.UndoList
 	// The task's thread and session keyrings (keys.go), under the
 	// kernel's key table lock.
 	threadKeyring, sessionKeyring *Key
@@ -88,7 +89,7 @@ type Task struct {
 
 // newTask returns a task of tg, not yet registered or running.
 func newTask(k *Kernel, tg *ThreadGroup) *Task {
-	return &Task{k: k, tg: tg, childPIDNS: k.rootPIDNS, interrupt: make(chan struct{}, 1), started: time.Now(), ipcns: k.ipcns, utsns: k.utsns,
+	return &Task{k: k, tg: tg, childPIDNS: k.rootPIDNS, interrupt: make(chan struct{}, 1), started: time.Now(), ipcns: k.ipcns, utsns: k.utsns, cgroupns: k.cgroupns,
 		prctl: Prctl{Dumpable: 1, TimerSlack: linuxabi.DEFAULT_TIMER_SLACK_NS, DefaultTimerSlack: linuxabi.DEFAULT_TIMER_SLACK_NS}, altStack: AltStack{Flags: linuxabi.SS_DISABLE}}
 }
 

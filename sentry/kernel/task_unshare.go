@@ -7,21 +7,22 @@ import (
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
-// A task's namespaces. The sandbox has UTS, IPC, mount and pid namespaces
-// of its own to give: unshare(2) and clone(2) make new ones for a task
-// with CAP_SYS_ADMIN, setns(2) joins a UTS, IPC or pid one. A mount
+// A task's namespaces. The sandbox has UTS, IPC, mount, pid and cgroup
+// namespaces of its own to give: unshare(2) and clone(2) make new ones for
+// a task with CAP_SYS_ADMIN, setns(2) joins a UTS, IPC, pid or cgroup one
+// (ns_cgroup.go says what a cgroup namespace is here). A mount
 // namespace is a copy of the mount tree the task's root lies in
 // (vfs.CopyTree), held by its file-system context, which moves into it; a
 // pid namespace is the one the task's next children are made in
-// (ns_pid.go). The other kinds (net, cgroup, time, user) the sandbox has
-// one of each: asked for a new one,
+// (ns_pid.go). The other kinds (net, time, user) the sandbox has one of
+// each: asked for a new one,
 // it answers as Linux built without that kind does (EINVAL), after the
 // privilege check (EPERM) Linux makes first. A task's namespaces change
 // only in the task itself, under its process's mu, which others hold to
 // read them (/proc/<pid>/ns).
 
 // newNamespaces are the kinds the kernel can make.
-const newNamespaces = unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNS | unix.CLONE_NEWPID
+const newNamespaces = unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWCGROUP
 
 // checkNewNamespaces is the check clone and unshare make of the
 // namespaces flags ask for.
@@ -56,7 +57,7 @@ func (t *Task) Namespaces() (*UTSNamespace, *ipc.Namespace) {
 }
 
 // setNamespaces changes the task's namespaces (nil: the same).
-func (t *Task) setNamespaces(uts *UTSNamespace, ipcns *ipc.Namespace) {
+func (t *Task) setNamespaces(uts *UTSNamespace, ipcns *ipc.Namespace, cg *CgroupNamespace) {
 	t.tg.mu.Lock()
 	defer t.tg.mu.Unlock()
 	if uts != nil {
@@ -65,12 +66,18 @@ func (t *Task) setNamespaces(uts *UTSNamespace, ipcns *ipc.Namespace) {
 	if ipcns != nil {
 		t.ipcns = ipcns
 	}
+	if cg != nil {
+		t.cgroupns = cg
+	}
 }
 
 // cloneNamespacesFor gives child its namespaces: t's, or new ones as
 // flags ask (already checked).
 func (t *Task) cloneNamespacesFor(child *Task, flags uint64) {
-	child.utsns, child.ipcns = t.utsns, t.ipcns
+	child.utsns, child.ipcns, child.cgroupns = t.utsns, t.ipcns, t.cgroupns
+	if flags&unix.CLONE_NEWCGROUP != 0 {
+		child.cgroupns = newCgroupNamespace()
+	}
 	if flags&unix.CLONE_NEWUTS != 0 {
 		child.utsns = t.utsns.copy()
 	}
@@ -160,7 +167,11 @@ func (t *Task) Unshare(flags uint64) error {
 	if flags&unix.CLONE_NEWIPC != 0 {
 		ipcns = t.ipcns.New()
 	}
-	t.setNamespaces(uts, ipcns)
+	var cg *CgroupNamespace
+	if flags&unix.CLONE_NEWCGROUP != 0 {
+		cg = newCgroupNamespace()
+	}
+	t.setNamespaces(uts, ipcns, cg)
 	if pidns != nil {
 		t.tg.mu.Lock()
 		t.childPIDNS = pidns
@@ -169,17 +180,17 @@ func (t *Task) Unshare(flags uint64) error {
 	return nil
 }
 
-// SetNS implements setns(2) on a namespace file: joining uts or ipc, a
-// UTS or IPC namespace (CAP_SYS_ADMIN, EPERM without). Joining an IPC
-// namespace drops the undo list, as unshare does.
-func (t *Task) SetNS(uts *UTSNamespace, ipcns *ipc.Namespace) error {
+// SetNS implements setns(2) on namespace files: joining the UTS, IPC and
+// cgroup namespaces given (nil: not that kind), with CAP_SYS_ADMIN (EPERM
+// without). Joining an IPC namespace drops the undo list, as unshare does.
+func (t *Task) SetNS(uts *UTSNamespace, ipcns *ipc.Namespace, cg *CgroupNamespace) error {
 	if !t.Capable(unix.CAP_SYS_ADMIN) {
 		return unix.EPERM
 	}
 	if ipcns != nil {
 		t.releaseSemUndo()
 	}
-	t.setNamespaces(uts, ipcns)
+	t.setNamespaces(uts, ipcns, cg)
 	return nil
 }
 

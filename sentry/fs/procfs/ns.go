@@ -10,8 +10,8 @@ import (
 
 // nsDir is /proc/<pid>/ns: a magic link per namespace kind, reading
 // "kind:[inode]"; following one reaches the namespace's nsfs file, which
-// setns(2) takes. uts, ipc and pid are the task's own; the other kinds
-// the sandbox has one of. There is no mnt link yet: a mount tree has no
+// setns(2) takes. cgroup, ipc, pid and uts are the task's own; the other
+// kinds the sandbox has one of. There is no mnt link yet: a mount tree has no
 // namespace file to join it by.
 func (f *fs) nsDir(path string, get func() (*kernel.Task, error)) *node {
 	link := func(name, kind string, of func(t *kernel.Task) (any, uint64)) child {
@@ -26,7 +26,7 @@ func (f *fs) nsDir(path string, get func() (*kernel.Task, error)) *node {
 	// Linux's order and names: a kind that has a for_children link shows
 	// the namespace children will be made in, the sandbox's one.
 	cs := []child{
-		single("cgroup", "cgroup"),
+		link("cgroup", "cgroup", func(t *kernel.Task) (any, uint64) { ns := t.CgroupNamespace(); return ns, ns.ID() }),
 		link("ipc", "ipc", func(t *kernel.Task) (any, uint64) { _, ns := t.Namespaces(); return ns, ns.ID() }),
 		single("net", "net"),
 		link("pid", "pid", func(t *kernel.Task) (any, uint64) { ns := t.PIDNamespace(); return ns, ns.ID() }),
