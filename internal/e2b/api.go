@@ -165,6 +165,19 @@ func checkTimeout(t int64) error {
 	return nil
 }
 
+// timeoutOrDefault is a request's timeout (seconds), or E2B's default if
+// it names none, checked.
+func timeoutOrDefault(t *int64) (time.Duration, error) {
+	v := int64(defaultTimeout)
+	if t != nil {
+		v = *t
+	}
+	if err := checkTimeout(v); err != nil {
+		return 0, err
+	}
+	return time.Duration(v) * time.Second, nil
+}
+
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	var req newSandboxRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -341,11 +354,10 @@ func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "request body: %v", err)
 		return
 	}
-	if req.Timeout != nil {
-		if err := checkTimeout(*req.Timeout); err != nil {
-			apiError(w, http.StatusBadRequest, "%v", err)
-			return
-		}
+	timeout, err := timeoutOrDefault(req.Timeout)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "%v", err)
+		return
 	}
 	sb := s.pathSandbox(w, r)
 	if sb == nil {
@@ -353,11 +365,7 @@ func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request) {
 	}
 	// A paused sandbox resumes, for the timeout asked or the default,
 	// and says so with 201, as E2B's connect does.
-	timeout := int64(defaultTimeout)
-	if req.Timeout != nil {
-		timeout = *req.Timeout
-	}
-	switch err := s.resume(sb, time.Duration(timeout)*time.Second); {
+	switch err := s.resume(sb, timeout); {
 	case err == nil:
 		writeJSON(w, http.StatusCreated, s.describe(sb, true))
 		return

@@ -129,11 +129,8 @@ func (s *Server) resumeSandbox(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "request body: %v", err)
 		return
 	}
-	timeout := int64(defaultTimeout)
-	if req.Timeout != nil {
-		timeout = *req.Timeout
-	}
-	if err := checkTimeout(timeout); err != nil {
+	timeout, err := timeoutOrDefault(req.Timeout)
+	if err != nil {
 		apiError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
@@ -146,7 +143,7 @@ func (s *Server) resumeSandbox(w http.ResponseWriter, r *http.Request) {
 		sb.autoPause = *req.AutoPause
 		sb.mu.Unlock()
 	}
-	switch err := s.resume(sb, time.Duration(timeout)*time.Second); {
+	switch err := s.resume(sb, timeout); {
 	case err == errNotPaused:
 		apiError(w, http.StatusConflict, "sandbox %s is not paused", sb.id)
 	case err != nil:
