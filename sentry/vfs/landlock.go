@@ -50,13 +50,13 @@ type LandlockRuleset struct {
 	handled LandlockHandled // the rights rules may allow, as created
 
 	mu    sync.Mutex
-	rules map[FileID]uint64
+	rules map[FileID]layerGrant // layer unset until the ruleset is a domain's
 	ports map[uint16]uint64
 }
 
 // NewLandlockRuleset returns an empty ruleset handling h.
 func NewLandlockRuleset(h LandlockHandled) *LandlockRuleset {
-	return &LandlockRuleset{handled: h, rules: make(map[FileID]uint64), ports: make(map[uint16]uint64)}
+	return &LandlockRuleset{handled: h, rules: make(map[FileID]layerGrant), ports: make(map[uint16]uint64)}
 }
 
 // Handled returns what the ruleset was made to handle.
@@ -83,7 +83,12 @@ func (rs *LandlockRuleset) AddRule(p Path, access uint64) error {
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.rules[id] |= access
+	g := rs.rules[id]
+	if g.file == nil || g.file.Deleted() {
+		g.file = p.Dentry
+	}
+	g.access |= access
+	rs.rules[id] = g
 	return nil
 }
 
@@ -116,10 +121,24 @@ type LandlockDomain struct {
 }
 
 // layerGrant is the rights one layer allows on a file and beneath it, or
-// on a port.
+// on a port. file is a name the rule's file was given by: the file keeps
+// its device and inode number only while it lives, and a number a host
+// file system gives again to a new file once the old one was removed
+// must not carry the rule over. So once that name is removed, the rule
+// names the file through that dentry alone (an open file, a working
+// directory), and another file of the same numbers is not it. (A rule
+// on a file with other hard links then no longer follows them: denied,
+// not allowed, where Linux would still allow.)
 type layerGrant struct {
 	layer  int
 	access uint64
+	file   *Dentry // nil for a port
+}
+
+// names reports whether g, a rule on d's device and inode numbers, is
+// one on d's file.
+func (g *layerGrant) names(d *Dentry) bool {
+	return g.file == nil || g.file == d || !g.file.Deleted()
 }
 
 // Restrict returns d with rs on top, as landlock_restrict_self makes a
@@ -146,21 +165,21 @@ func (d *LandlockDomain) Restrict(rs *LandlockRuleset) (*LandlockDomain, error) 
 	if d != nil {
 		oldRules, oldPorts = d.rules, d.ports
 	}
-	nd.rules = addLayer(oldRules, rs.rules, n)
-	nd.ports = addLayer(oldPorts, rs.ports, n)
+	nd.rules = addLayer(oldRules, rs.rules, func(g layerGrant) layerGrant { g.layer = n; return g })
+	nd.ports = addLayer(oldPorts, rs.ports, func(access uint64) layerGrant { return layerGrant{layer: n, access: access} })
 	return nd, nil
 }
 
-// addLayer returns old's grants with those of rules as layer n. old is
-// shared with the domain below and left as it is.
-func addLayer[K comparable](old map[K][]layerGrant, rules map[K]uint64, n int) map[K][]layerGrant {
+// addLayer returns old's grants with those of rules as a new layer, each
+// made by grant. old is shared with the domain below and left as it is.
+func addLayer[K comparable, V any](old map[K][]layerGrant, rules map[K]V, grant func(V) layerGrant) map[K][]layerGrant {
 	out := make(map[K][]layerGrant, len(old)+len(rules))
 	for k, g := range old {
 		out[k] = g
 	}
-	for k, access := range rules {
+	for k, v := range rules {
 		g := out[k]
-		out[k] = append(append(make([]layerGrant, 0, len(g)+1), g...), layerGrant{n, access})
+		out[k] = append(append(make([]layerGrant, 0, len(g)+1), g...), grant(v))
 	}
 	return out
 }
@@ -241,7 +260,9 @@ func (dom *LandlockDomain) grant(m *layerRights, d *Dentry) {
 		return
 	}
 	for _, g := range dom.rules[id] {
-		m[g.layer] &^= g.access
+		if g.names(d) {
+			m[g.layer] &^= g.access
+		}
 	}
 }
 

@@ -97,7 +97,9 @@ func (dom *LandlockDomain) allowedOn(d *Dentry) layerRights {
 func (dom *LandlockDomain) addAllowed(m *layerRights, d *Dentry) {
 	if id, ok := d.landlockID(); ok {
 		for _, g := range dom.rules[id] {
-			m[g.layer] |= g.access
+			if g.names(d) {
+				m[g.layer] |= g.access
+			}
 		}
 	}
 }

@@ -228,3 +228,25 @@ func TestLandlockScopesReachOnlyTheDomainAndBelow(t *testing.T) {
 		t.Error("a signal scope keeps abstract sockets too")
 	}
 }
+
+// A host file system may give a removed file's device and inode numbers
+// to a new file: a rule whose name was removed names its file through
+// that dentry alone. A hard link, the same numbers under another
+// dentry, shows it.
+func TestLandlockRuleOnARemovedNameDoesNotPassToTheSameNumbers(t *testing.T) {
+	tr := newTree(t)
+	tr.create(root, "/tmp/f", 0o644)
+	f := tr.path("/tmp/f")
+	c := tr.restrictedBy(llRead, map[string]uint64{"/tmp/f": llRead})
+	tr.ok(vfs.Link(root, f, tr.target("/tmp/g")))
+	if err := c.Landlock.Check(tr.path("/tmp/g"), llRead); err != nil {
+		t.Errorf("a hard link of the ruled file, its name still there: %v", err)
+	}
+	tr.ok(vfs.Unlink(root, tr.target("/tmp/f")))
+	if err := c.Landlock.Check(f, llRead); err != nil {
+		t.Errorf("the ruled file through its removed name: %v", err)
+	}
+	if err := c.Landlock.Check(tr.path("/tmp/g"), llRead); err != unix.EACCES {
+		t.Errorf("the same numbers under another name once the ruled one is gone: %v, want EACCES", err)
+	}
+}
