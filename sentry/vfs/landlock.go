@@ -8,14 +8,15 @@ import (
 
 // Landlock (landlock(7)): a task restricting its own access to the file
 // system, enforced here, at the same checks the mode bits are (open,
-// exec, the calls that make, remove and rename names, truncate). A
-// ruleset names the rights it handles and, for a file or directory, the
-// rights allowed on it and everything beneath it; landlock_restrict_self
-// adds the ruleset to the task's domain as one more layer, and an access
-// goes ahead only if every layer that handles it allows it. Rules are on
-// the file itself (its FileID), never its name, so a rename or a bind
-// mount does not escape them; the walk that finds them goes up the path
-// an access was made through, across mounts, as Linux's does.
+// exec, the calls that make, remove and rename names, truncate, ioctl on
+// a device). A ruleset names the rights it handles and, for a file or
+// directory, the rights allowed on it and everything beneath it;
+// landlock_restrict_self adds the ruleset to the task's domain as one
+// more layer, and an access goes ahead only if every layer that handles
+// it allows it. Rules are on the file itself (its FileID; see layerGrant
+// for a removed name), never its name, so a rename or a bind mount does
+// not escape them; the walk that finds them goes up the path an access
+// was made through, across mounts, as Linux's does.
 //
 // A task without a domain (Creds.Landlock nil) pays one nil check per
 // access.
@@ -23,9 +24,9 @@ import (
 // Landlock's file-system rights (ABI 1 to 5): the rights on files, and
 // those that only mean something on a directory.
 const (
-	LandlockFileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+	landlockFileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
 		unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
-	LandlockRights = LandlockFileRights | unix.LANDLOCK_ACCESS_FS_READ_DIR |
+	LandlockRights = landlockFileRights | unix.LANDLOCK_ACCESS_FS_READ_DIR |
 		unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
 		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
 		unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK |
@@ -74,7 +75,7 @@ func (rs *LandlockRuleset) AddRule(p Path, access uint64) error {
 	if p.Dentry == nil || p.Mount == anonMount {
 		return unix.EBADFD
 	}
-	if !p.Dentry.isDir && access&^LandlockFileRights != 0 {
+	if !p.Dentry.isDir && access&^landlockFileRights != 0 {
 		return unix.EINVAL
 	}
 	id, ok := p.Dentry.landlockID()

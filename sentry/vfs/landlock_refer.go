@@ -71,7 +71,7 @@ func (dom *LandlockDomain) checkRefer(oldDir Path, old *Dentry, newDir Path, vic
 // files only.
 func landlockGains(handled, from, to, own uint64, isDir bool) bool {
 	if !isDir {
-		handled &= LandlockFileRights
+		handled &= landlockFileRights
 	}
 	return handled&to&^from&^own != 0
 }
