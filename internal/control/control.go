@@ -145,6 +145,16 @@ type Request struct {
 	Resources *specs.LinuxResources `json:"resources,omitempty"`
 	// File is a file operation's (files.go).
 	File *FileOp `json:"file,omitempty"`
+	// Egress is OpEgress's new allowlist.
+	Egress *Egress `json:"egress,omitempty"`
+}
+
+// Egress is a running sandbox's new allowlist (OpEgress): every
+// destination (All), or only what Allow lists, in the entries of the
+// dev.moat.net-allow annotation (none: the sandbox reaches only itself).
+type Egress struct {
+	All   bool     `json:"all,omitempty"`
+	Allow []string `json:"allow,omitempty"`
 }
 
 // Control operations.
@@ -172,6 +182,9 @@ const (
 	OpPs     = "ps"    // the guest's processes
 	OpStats  = "stats" // what the sandbox uses
 	OpUpdate = "update"
+	// OpEgress replaces the allowlist of a sandbox with a network, for the
+	// connections, datagrams and DNS queries that follow.
+	OpEgress = "egress"
 )
 
 // Exec is a process for OpExec. Its descriptors travel with the request:

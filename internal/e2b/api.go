@@ -101,7 +101,7 @@ func (s *Server) apiMux() http.Handler {
 	mux.HandleFunc("POST /sandboxes/{id}/pause", s.pauseSandbox)
 	mux.HandleFunc("POST /sandboxes/{id}/resume", s.resumeSandbox)
 	mux.HandleFunc("GET /sandboxes/{id}/metrics", s.sandboxMetrics)
-	mux.HandleFunc("PUT /sandboxes/{id}/network", s.notImplemented("changing a running sandbox's network"))
+	mux.HandleFunc("PUT /sandboxes/{id}/network", s.updateNetwork)
 	mux.HandleFunc("GET /metrics", s.serveMetrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "%s %s: no such endpoint", r.Method, r.URL.Path)
@@ -264,7 +264,8 @@ func (s *Server) boot(template, rootfs string, network egress, metadata, env map
 	id := inst.id
 	sb := &sandbox{id: id, templateID: template, rootfs: rootfs, token: randomToken(),
 		metadata: metadata, envVars: env, imageEnv: s.cfg.TemplateEnv[template], startedAt: time.Now().UTC(), inst: inst,
-		allowlisted: network.user && network.allow != nil, procs: make(map[uint32]*process)}
+		created: network, procs: make(map[uint32]*process)}
+	sb.allowlisted.Store(network.user && network.allow != nil)
 	if sb.metadata == nil {
 		sb.metadata = map[string]string{}
 	}

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/moat-sandbox/moat/internal/control"
+	"github.com/moat-sandbox/moat/internal/usernet"
 	"github.com/moat-sandbox/moat/sentry/net/netstack"
 )
 
@@ -135,7 +138,7 @@ const statsTimeout = time.Second
 // or one whose sentry does not answer within statsTimeout (a sentry that
 // died: its refusals are lost, and the metric's total falls back).
 func (sb *sandbox) egressDenied(ctx context.Context) uint64 {
-	if !sb.allowlisted {
+	if !sb.allowlisted.Load() {
 		return 0
 	}
 	st, err := sb.inst.stats(ctx)
@@ -143,4 +146,95 @@ func (sb *sandbox) egressDenied(ctx context.Context) uint64 {
 		return 0
 	}
 	return st.EgressDenied
+}
+
+// networkUpdate is PUT /sandboxes/{id}/network's body, as the SDKs'
+// updateNetwork sends it: a create's network fields and its
+// allow_internet_access.
+type networkUpdate struct {
+	AllowInternetAccess *bool           `json:"allow_internet_access"`
+	AllowOut            []string        `json:"allowOut"`
+	DenyOut             []string        `json:"denyOut"`
+	Rules               json.RawMessage `json:"rules"`
+	EgressProxy         json.RawMessage `json:"egressProxy"`
+}
+
+// updateNetwork answers PUT /sandboxes/{id}/network: the sandbox's
+// network becomes what a create with the same fields would have given it,
+// for the connections, datagrams and DNS queries that follow (204), within
+// what it was created with: its moat usernet, outside the sandbox, holds
+// the create's allowlist too and is not told of updates. So a sandbox
+// created with all of the network may be given any allowlist, or all
+// again; one created with an allowlist may keep or drop its entries, not
+// add any; one with loopback alone (any create without internet access or
+// allowOut, and every pooled one) stays so. A change past that is 409.
+// Names an old allowlist let the guest resolve must be resolved again.
+func (s *Server) updateNetwork(w http.ResponseWriter, r *http.Request) {
+	var req networkUpdate
+	if err := decodeBody(r, &req); err != nil {
+		apiError(w, http.StatusBadRequest, "request body: %v", err)
+		return
+	}
+	switch {
+	case len(req.Rules) > 0 && string(req.Rules) != "null" && string(req.Rules) != "{}":
+		apiError(w, http.StatusBadRequest, "rules: moat serve has no per-host egress rules")
+		return
+	case len(req.EgressProxy) > 0 && string(req.EgressProxy) != "null":
+		apiError(w, http.StatusBadRequest, "egressProxy: moat serve has no egress proxy")
+		return
+	}
+	raw, err := json.Marshal(sandboxNetwork{AllowOut: req.AllowOut, DenyOut: req.DenyOut})
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	network, problem := sandboxEgress(req.AllowInternetAccess, raw)
+	if problem != "" {
+		apiError(w, http.StatusBadRequest, "%s", problem)
+		return
+	}
+	sb := s.pathSandbox(w, r)
+	if sb == nil {
+		return
+	}
+	created := sb.created
+	switch {
+	case !created.user && network.user:
+		apiError(w, http.StatusConflict, "sandbox %s was created with loopback alone: its network cannot be opened", sb.id)
+		return
+	case !created.user:
+		w.WriteHeader(http.StatusNoContent) // loopback alone, as asked
+		return
+	case created.allow != nil && network.user && (network.allow == nil || !entriesWithin(network.allow, created.allow)):
+		apiError(w, http.StatusConflict, "sandbox %s was created with the allowlist %s: an update may keep or drop its entries, not add any",
+			sb.id, strings.Join(created.allow, ","))
+		return
+	}
+	e := &control.Egress{}
+	switch {
+	case network.user && network.allow == nil:
+		e.All = true
+	case network.user:
+		// The sentry's list names the network's resolver too, as at boot.
+		e.Allow = strings.Split(usernet.SentryAllow(strings.Join(network.allow, ",")), ",")
+	}
+	if _, err := sb.inst.call(r.Context(), control.Request{Op: control.OpEgress, Egress: e}); err != nil {
+		apiError(w, http.StatusInternalServerError, "sandbox %s: %v", sb.id, err)
+		return
+	}
+	if !e.All {
+		sb.allowlisted.Store(true)
+	}
+	s.cfg.Log("sandbox %s: network now %s", sb.id, network)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// entriesWithin reports whether every entry of list is one of within's.
+func entriesWithin(list, within []string) bool {
+	for _, e := range list {
+		if !slices.Contains(within, e) {
+			return false
+		}
+	}
+	return true
 }

@@ -11,6 +11,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/internal/usernet"
 	"github.com/moat-sandbox/moat/sentry/net/netstack"
 )
@@ -262,12 +263,56 @@ func TestE2BNetworksMapOntoMoatsEgress(t *testing.T) {
 	}
 }
 
-func TestChangingARunningSandboxsNetworkIs501(t *testing.T) {
+// A network update gives the sentry of a sandbox with the user-space
+// network the allowlist a create with the same fields would have; one
+// with loopback alone cannot be opened (409) but may stay closed (204);
+// what moat cannot honour is a 400 naming the field.
+func TestANetworkUpdateReplacesTheSandboxsAllowlist(t *testing.T) {
 	s := newTestServer(t)
-	s.sandboxes.add(&sandbox{id: "sb1", token: "tok1", procs: map[uint32]*process{}})
-	code, body := call(t, s, "PUT", "/sandboxes/sb1/network", "the-key", `{"allowOut":["1.1.1.1"]}`)
-	if msg, _ := body["message"].(string); code != 501 || body["code"] != float64(501) || !strings.Contains(msg, "network") {
-		t.Errorf("got %d %v, want 501 in E2B's shape", code, body)
+	s.sandboxes.add(&sandbox{id: "closed", token: "tok1", procs: map[uint32]*process{}})
+	if code, body := call(t, s, "PUT", "/sandboxes/closed/network", "the-key", `{"allowOut":["1.1.1.1"]}`); code != 409 || body["code"] != float64(409) {
+		t.Errorf("opening a loopback-only sandbox: %d %v, want 409 in E2B's shape", code, body)
+	}
+	if code, body := call(t, s, "PUT", "/sandboxes/closed/network", "the-key", `{"allow_internet_access":false}`); code != 204 {
+		t.Errorf("keeping a loopback-only sandbox closed: %d %v, want 204", code, body)
+	}
+	sb, f := newFakeSandbox(t)
+	sb.id, sb.created, sb.procs = "open", egress{user: true}, map[uint32]*process{}
+	s.sandboxes.add(sb)
+	for _, c := range []struct {
+		body string
+		want control.Egress
+	}{
+		// The sentry's list names the user-space network's resolver too.
+		{`{"denyOut":["0.0.0.0/0"],"allowOut":["pypi.org","1.1.1.1:443"]}`, control.Egress{Allow: []string{"pypi.org", "1.1.1.1:443", "10.0.2.3:53"}}},
+		{`{"allow_internet_access":false}`, control.Egress{}},
+		{`{"allow_internet_access":true}`, control.Egress{All: true}},
+	} {
+		if code, body := call(t, s, "PUT", "/sandboxes/open/network", "the-key", c.body); code != 204 {
+			t.Errorf("%s: %d %v, want 204", c.body, code, body)
+			continue
+		}
+		seen := f.seen()
+		got := seen[len(seen)-1]
+		if got.Op != control.OpEgress || got.Egress == nil || got.Egress.All != c.want.All || strings.Join(got.Egress.Allow, ",") != strings.Join(c.want.Allow, ",") {
+			t.Errorf("%s: the sentry was asked %+v %+v, want %+v", c.body, got, got.Egress, c.want)
+		}
+	}
+	if !sb.allowlisted.Load() {
+		t.Error("a sandbox given an allowlist is not counted as allowlisted")
+	}
+	if code, body := call(t, s, "PUT", "/sandboxes/open/network", "the-key", `{"rules":{"x.test":[{"transform":{}}]}}`); code != 400 || !strings.Contains(body["message"].(string), "rules") {
+		t.Errorf("rules: %d %v, want 400 naming rules", code, body)
+	}
+	// Created with an allowlist: its entries may stay or go, none come.
+	sb.created = egress{user: true, allow: []string{"pypi.org", "1.1.1.1:443"}}
+	if code, body := call(t, s, "PUT", "/sandboxes/open/network", "the-key", `{"allowOut":["pypi.org"]}`); code != 204 {
+		t.Errorf("dropping an entry: %d %v, want 204", code, body)
+	}
+	for _, b := range []string{`{"allowOut":["pypi.org","other.test"]}`, `{"allow_internet_access":true}`} {
+		if code, body := call(t, s, "PUT", "/sandboxes/open/network", "the-key", b); code != 409 {
+			t.Errorf("%s past the create's allowlist: %d %v, want 409", b, code, body)
+		}
 	}
 }
 

@@ -128,7 +128,7 @@ func (f *fakeSentry) serve(conn *control.Conn) {
 	defer conn.Close()
 	var req control.Request
 	files, err := conn.Receive(&req)
-	if err == nil && (req.Op == control.OpPause || req.Op == control.OpResume) {
+	if err == nil && (req.Op == control.OpPause || req.Op == control.OpResume || req.Op == control.OpEgress) {
 		f.mu.Lock()
 		f.requests = append(f.requests, req)
 		f.mu.Unlock()

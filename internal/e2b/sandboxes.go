@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -29,9 +30,11 @@ type sandbox struct {
 	imageEnv   []string // the template's image's (Config.TemplateEnv)
 	startedAt  time.Time
 	inst       *instance
-	// allowlisted: its network is an allowlist, whose refusals the
-	// metrics count.
-	allowlisted bool
+	// created is the network it was booted with, which bounds what a
+	// network update may give it (api_network.go). allowlisted: it has
+	// had an allowlist, whose refusals the metrics count.
+	created     egress
+	allowlisted atomic.Bool
 
 	// transition serialises pausing and resuming (api_pause.go).
 	transition sync.Mutex

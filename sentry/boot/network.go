@@ -24,9 +24,11 @@ func setupNetwork(k *kernel.Kernel, setup *control.Setup, log func(string, ...an
 	}
 	// The allowlist (dev.moat.net-allow): deny by default.
 	if v, ok := setup.Spec.Annotations[netstack.EgressAnnotation]; ok {
-		if st.Egress, err = netstack.ParseEgress(v, log); err != nil {
+		e, err := netstack.ParseEgress(v, log)
+		if err != nil {
 			return err
 		}
+		st.SetEgress(e)
 	}
 	if l := setup.Spec.Linux; l != nil {
 		sysctls := map[string]string{}
@@ -83,4 +85,30 @@ func networkLinks(n *control.Network, binds int) ([]netstack.Link, []netstack.Ro
 		routes = append(routes, rt)
 	}
 	return links, routes, nil
+}
+
+// setEgress replaces the running sandbox's allowlist (control.OpEgress).
+// The sandbox must have its stack installed with a way out: one booted
+// with loopback alone has nowhere to go whatever a list says.
+func (s *Sandbox) setEgress(e *control.Egress) error {
+	if e == nil {
+		return fmt.Errorf("egress: no allowlist given")
+	}
+	st, ok := netstack.StackOf(s.Kernel)
+	if !ok {
+		return fmt.Errorf("egress: the sandbox has no network of its own")
+	}
+	switch {
+	case e.All:
+		st.SetEgress(nil)
+	case len(e.Allow) == 0:
+		st.SetEgress(netstack.EmptyEgress(s.log))
+	default:
+		list, err := netstack.ParseEgress(strings.Join(e.Allow, ","), s.log)
+		if err != nil {
+			return err
+		}
+		st.SetEgress(list)
+	}
+	return nil
 }

@@ -102,6 +102,8 @@ func (s *Sandbox) do(req control.Request) (control.Response, error) {
 		return control.Response{Stats: &st}, nil
 	case control.OpUpdate:
 		return control.Response{}, s.update(req.Resources)
+	case control.OpEgress:
+		return control.Response{}, s.setEgress(req.Egress)
 	case control.OpStat, control.OpList, control.OpMkdir, control.OpRename, control.OpRemove:
 		return s.doFile(req)
 	}

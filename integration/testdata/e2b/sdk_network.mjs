@@ -2,8 +2,9 @@
 // network namespace (integration/e2b_network_test.go): a sandbox that
 // denies all but allowOut's name on one port reaches the test's server
 // by that name, through its own resolver, and is refused another port,
-// another address and another name; one without internet access reaches
-// nothing. Every result is checked.
+// another address and another name, until updateNetwork gives it another
+// list; one without internet access reaches nothing. Every result is
+// checked.
 import { Sandbox, CommandExitError, ALL_TRAFFIC } from 'e2b'
 import { check, eq, finish } from './checks.mjs'
 
@@ -39,7 +40,31 @@ for (const [what, host, p] of [
   const why = await refused(open, fetch(host, p))
   check(`${what} is refused`, why === '', why)
 }
+// updateNetwork may drop the create's entries, not add one (the sandbox's
+// moat usernet holds the create's list too).
+await open.updateNetwork({ denyOut: [ALL_TRAFFIC], allowOut: [] })
+const closedNow = await refused(open, fetch('allowed.test', port))
+check('after updateNetwork dropped its entry allowOut\'s name is refused', closedNow === '', closedNow)
+let added = ''
+try {
+  await open.updateNetwork({ denyOut: [ALL_TRAFFIC], allowOut: [`10.214.0.1:${otherPort}`] })
+  added = 'accepted'
+} catch (err) {
+  added = String(err)
+}
+check('updateNetwork cannot add an entry past the create\'s', added.includes('409') || added.includes('not add'), added)
 eq('kill kills the sandbox with a network', await open.kill(), true)
+
+// A sandbox created with all of the network may be given any list.
+const wide = await Sandbox.create('base', { timeoutMs: 120_000, network: { allowOut: [ALL_TRAFFIC] } })
+eq('all of the network reaches the other port', (await wide.commands.run(fetch('10.214.0.1', otherPort))).stdout.trim(), from)
+await wide.updateNetwork({ denyOut: [ALL_TRAFFIC], allowOut: [`10.214.0.1:${port}`] })
+eq("after updateNetwork its allowOut's address is reached", (await wide.commands.run(fetch('10.214.0.1', port))).stdout.trim(), from)
+const otherNow = await refused(wide, fetch('10.214.0.1', otherPort))
+check('after updateNetwork what it does not list is refused', otherNow === '', otherNow)
+await wide.updateNetwork({ allowOut: [ALL_TRAFFIC] })
+eq('updateNetwork back to all reaches the other port again', (await wide.commands.run(fetch('10.214.0.1', otherPort))).stdout.trim(), from)
+eq('kill kills the widened sandbox', await wide.kill(), true)
 
 const closed = await Sandbox.create('base', { timeoutMs: 60_000, allowInternetAccess: false })
 const why = await refused(closed, fetch('10.214.0.1', port))

@@ -27,7 +27,9 @@ func (s *sock) refuse(fa tcpip.FullAddress) error {
 	if s.typ == unix.SOCK_STREAM {
 		kind = "a connection"
 	}
-	s.st.Egress.Refused(kind, a, fa.Port)
+	if e := s.st.Egress(); e != nil { // replaced meanwhile: it refused all the same
+		e.Refused(kind, a, fa.Port)
+	}
 	if s.typ == unix.SOCK_STREAM {
 		return unix.ECONNREFUSED
 	}
@@ -37,7 +39,7 @@ func (s *sock) refuse(fa tcpip.FullAddress) error {
 // isDNS says whether a UDP datagram to or from fa is the resolver's
 // business, which the allowlist reads: port 53 outside the sandbox.
 func (s *sock) isDNS(fa tcpip.FullAddress) bool {
-	if s.st.Egress == nil || s.proto != unix.IPPROTO_UDP || fa.Port != dnsPort {
+	if s.st.Egress() == nil || s.proto != unix.IPPROTO_UDP || fa.Port != dnsPort {
 		return false
 	}
 	a, _ := netip.AddrFromSlice(fa.Addr.AsSlice())
@@ -48,7 +50,8 @@ func (s *sock) isDNS(fa tcpip.FullAddress) bool {
 // data and lets it go only if the query asks for allowed names; it
 // returns the payload to send instead of r (nil: r as it is).
 func (s *sock) egressPayload(r *reader, to *tcpip.FullAddress) (tcpip.Payloader, error) {
-	if s.st.Egress == nil || s.typ == unix.SOCK_STREAM {
+	e := s.st.Egress()
+	if e == nil || s.typ == unix.SOCK_STREAM {
 		return nil, nil
 	}
 	dest := to
@@ -69,7 +72,7 @@ func (s *sock) egressPayload(r *reader, to *tcpip.FullAddress) (tcpip.Payloader,
 	if err != nil && n == 0 && len(buf) > 0 {
 		return nil, err
 	}
-	if !s.st.Egress.QueryAllowed(buf[:n]) {
+	if !e.QueryAllowed(buf[:n]) {
 		return nil, unix.ECONNREFUSED
 	}
 	return bytes.NewReader(buf[:n]), nil
@@ -92,8 +95,9 @@ func (c *capture) Write(p []byte) (int, error) {
 
 // learn gives the allowlist a resolver's answer the guest read.
 func (s *sock) learn(from tcpip.FullAddress, c *capture) {
-	if c == nil || !s.isDNS(from) || !s.st.Reachable(from.Addr, from.Port, s.proto) {
+	e := s.st.Egress()
+	if c == nil || e == nil || !s.isDNS(from) || !s.st.Reachable(from.Addr, from.Port, s.proto) {
 		return
 	}
-	s.st.Egress.LearnAnswer(c.buf)
+	e.LearnAnswer(c.buf)
 }

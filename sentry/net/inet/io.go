@@ -244,7 +244,7 @@ func (s *sock) RecvMsg(t *kernel.Task, dst *vfs.IOSeq, m *socket.RecvMessage) (i
 			w = discard{}
 		}
 		var dns *capture
-		if !stream && s.st.Egress != nil && s.proto == unix.IPPROTO_UDP {
+		if !stream && s.st.Egress() != nil && s.proto == unix.IPPROTO_UDP {
 			dns = &capture{w: w}
 			w = dns
 		}

@@ -55,10 +55,16 @@ type netRule struct {
 	port   uint16
 }
 
+// EmptyEgress is an allowlist of nothing: the sandbox reaches only
+// itself. log gets a line for each destination refused.
+func EmptyEgress(log func(string, ...any)) *Egress {
+	return &Egress{log: log, learned: map[netip.Addr]map[uint16]bool{}}
+}
+
 // ParseEgress reads the annotation's value; log gets a line for each
 // destination refused.
 func ParseEgress(v string, log func(string, ...any)) (*Egress, error) {
-	e := &Egress{log: log, learned: map[netip.Addr]map[uint16]bool{}}
+	e := EmptyEgress(log)
 	for _, entry := range strings.Split(v, ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {
@@ -319,7 +325,7 @@ func dnsName(msg []byte, off int) (name string, next int, ok bool) {
 // only to itself): always without an allowlist, else to loopback, the
 // stack's own addresses, and what the allowlist allows.
 func (st *Stack) Reachable(addr tcpip.Address, port uint16, transport int) bool {
-	e := st.Egress
+	e := st.Egress()
 	if e == nil || addr.Len() == 0 {
 		return true
 	}

@@ -97,3 +97,32 @@ func TestEgressAnnotationErrorsNameTheEntry(t *testing.T) {
 		}
 	}
 }
+
+// An allowlist replaced while the sandbox runs judges what follows by the
+// new list, learns names anew, and the refusals of the old one still
+// count.
+func TestSetEgressReplacesTheListAndKeepsItsRefusals(t *testing.T) {
+	st := &Stack{}
+	old, err := ParseEgress("10.1.0.1:80", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetEgress(old)
+	a, b := netip.MustParseAddr("10.1.0.1"), netip.MustParseAddr("10.2.0.2")
+	if !st.Egress().Allowed(a, 80) || st.Egress().Allowed(b, 80) {
+		t.Fatal("the first list does not judge as it says")
+	}
+	st.Egress().Refused("a connection", b, 80)
+	st.SetEgress(EmptyEgress(nil))
+	if st.Egress().Allowed(a, 80) || st.Egress().Allowed(b, 80) {
+		t.Error("an empty list lets something out")
+	}
+	st.Egress().Refused("a connection", a, 80)
+	if got := st.refusedBefore.Load() + st.Egress().RefusedCount(); got != 2 {
+		t.Errorf("%d refusals counted, want 2 (one per list)", got)
+	}
+	st.SetEgress(nil)
+	if st.Egress() != nil || st.refusedBefore.Load() != 2 {
+		t.Errorf("without a list: egress %v, %d refusals kept", st.Egress(), st.refusedBefore.Load())
+	}
+}

@@ -9,6 +9,7 @@ package netstack
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/link/loopback"
@@ -43,9 +44,11 @@ var (
 // Stack is one sandbox's network stack.
 type Stack struct {
 	S *stack.Stack
-	// Egress, when set before the sandbox starts, is the only way out
-	// (egress.go); nil lets everything through.
-	Egress *Egress
+	// egress, when set, is the only way out (egress.go); nil lets
+	// everything through. SetEgress replaces it while the sandbox runs,
+	// and refusedBefore keeps what the lists it replaced refused.
+	egress        atomic.Pointer[Egress]
+	refusedBefore atomic.Uint64
 
 	mu sync.Mutex
 	// sysctls are the net.* values the sandbox's config set
@@ -161,13 +164,42 @@ func Install(k *kernel.Kernel, s *Stack) {
 	}
 }
 
-// EgressRefused is how many attempts to leave k's sandbox its allowlist
+// Egress is the stack's allowlist now, nil for none.
+func (st *Stack) Egress() *Egress { return st.egress.Load() }
+
+// SetEgress makes e the stack's allowlist (nil: none), for the
+// connections, datagrams and queries that follow: a connection made
+// before stays. What e allows by name it learns from answers to the
+// queries it lets through, so the addresses the old list learned are not
+// carried over: a guest that kept them must ask again.
+func (st *Stack) SetEgress(e *Egress) {
+	if old := st.egress.Swap(e); old != nil {
+		st.refusedBefore.Add(old.RefusedCount())
+	}
+}
+
+// EgressRefused is how many attempts to leave k's sandbox its allowlists
 // refused: 0 without one.
 func EgressRefused(k *kernel.Kernel) uint64 {
-	if s, ok := stacks.Load(k); ok && s.(*Stack).Egress != nil {
-		return s.(*Stack).Egress.RefusedCount()
+	s, ok := stacks.Load(k)
+	if !ok {
+		return 0
 	}
-	return 0
+	st := s.(*Stack)
+	n := st.refusedBefore.Load()
+	if e := st.Egress(); e != nil {
+		n += e.RefusedCount()
+	}
+	return n
+}
+
+// StackOf returns k's installed stack, if it has one.
+func StackOf(k *kernel.Kernel) (*Stack, bool) {
+	s, ok := stacks.Load(k)
+	if !ok {
+		return nil, false
+	}
+	return s.(*Stack), true
 }
 
 // Of returns k's stack: the one installed, or a stack with loopback alone
