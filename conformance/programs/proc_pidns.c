@@ -9,26 +9,27 @@
  * from the caller's), and a second one before a child is EINVAL, as is a
  * thread then or CLONE_NEWPID with CLONE_THREAD; the first child is pid 1
  * with parent 0, its children count on from 2 with parent 1, fork returns
- * the pid as the namespace numbers it; wait in the parent gives the pid
- * fork gave it. The namespace's init ignores SIGKILL, SIGSTOP and
- * SIGTERM from inside while it has no handler; a signal it handles arrives with si_pid
- * the sender's pid in the namespace, or 0 from the parent's namespace;
- * orphans become init's children (getppid 1); SCM_CREDENTIALS sent
- * from init reach the parent with init's pid there, those the parent
- * sends reach init with pid 0, as does SO_PEERCRED of a socketpair the
- * parent made; F_GETLK names a lock's holder the same way, and
- * shmctl(IPC_STAT) a segment's maker and last attacher. A proc mounted in the
- * namespace (after unshare(CLONE_NEWNS)) lists only its processes: self
- * is 1, status shows Pid 1 and NSpid 1, while the parent's /proc shows the
- * child's NSpid as its pid there and 1, as does a pidfd's fdinfo. setns to the child's ns/pid makes
- * the caller's next child a member with parent 0, of its own pid nothing
- * changes; setns of a pid namespace file as CLONE_NEWUTS is EINVAL, of an
- * ancestor's namespace (from inside) EINVAL. From the parent's namespace
- * SIGTERM is ignored by the init without a handler, SIGSTOP stops it and
- * SIGKILL ends it;
- * the end of init kills the rest of its namespace (a member's pipe end
- * closes), whose reaping comes before init's end is reported, and a fork
- * into the namespace then is ENOMEM. clone(CLONE_NEWPID) makes pid 1 at once.
+ * the pid as the namespace numbers it, and init may not clone a sibling
+ * (CLONE_PARENT is EINVAL); wait in the parent gives the pid fork gave it.
+ * The namespace's init ignores SIGKILL, SIGSTOP and SIGTERM from inside
+ * while it has no handler; a signal it handles arrives with si_pid the
+ * sender's pid in the namespace, or 0 from the parent's namespace; orphans
+ * become init's children (getppid 1); SCM_CREDENTIALS sent from init reach
+ * the parent with init's pid there, those the parent sends reach init with
+ * pid 0, as does SO_PEERCRED of a socketpair the parent made; F_GETLK
+ * names a lock's holder the same way, and shmctl(IPC_STAT) a segment's
+ * maker and last attacher. A proc mounted in the namespace (after
+ * unshare(CLONE_NEWNS)) lists only its processes: self is 1, status shows
+ * Pid 1 and NSpid 1, while the parent's /proc shows the child's NSpid as
+ * its pid there and 1, as does a pidfd's fdinfo. setns to the child's
+ * ns/pid makes the caller's next child a member with parent 0, of its own
+ * pid nothing changes; setns of a pid namespace file as CLONE_NEWUTS is
+ * EINVAL, of an ancestor's namespace (from inside) EINVAL. From the
+ * parent's namespace SIGTERM is ignored by the init without a handler,
+ * SIGSTOP stops it and SIGKILL ends it; the end of init kills the rest of
+ * its namespace (a member's pipe end closes), whose reaping comes before
+ * init's end is reported, and a fork into the namespace then is ENOMEM.
+ * clone(CLONE_NEWPID) makes pid 1 at once.
  */
 // covers: unshare setns clone getpid getppid
 // capabilities: CAP_SYS_ADMIN
@@ -38,8 +39,8 @@
 #include <signal.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
-#include <sys/shm.h>
 #include <sys/mount.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -221,6 +222,8 @@ static void init_body(int to, int from)
 	CHECK_EQ(getppid(), 0);
 	CHECK_EQ(syscall(SYS_gettid), 1);
 	CHECK_OK(sigaction(SIGUSR1, &sa, NULL));
+	/* No sibling for init: its parent is outside, no reaper here. */
+	CHECK_ERR(syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0), EINVAL);
 
 	/* Its children are numbered on from 2, with parent 1. */
 	member = check_fork();
