@@ -3,10 +3,18 @@ package integration
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -407,4 +415,54 @@ func checkMetrics(t *testing.T, url, key string) {
 	if pool+boot != 2 || running != 0 {
 		t.Errorf("metrics: %d creates from the pool and %d booted (want 2 in all), %d running (want 0):\n%s", pool, boot, running, body)
 	}
+}
+
+// TestE2BSDKOverHTTPS runs the SDK against moat serve with --tls-cert and
+// --tls-key: a certificate for 127.0.0.1 the test makes, which node trusts
+// through NODE_EXTRA_CA_CERTS, as a user would add their own CA. Plain
+// HTTP to the same port gets no answer of the API.
+func TestE2BSDKOverHTTPS(t *testing.T) {
+	node := sdkNode(t)
+	rootfs := debianRootfs(t)
+	sdk := installE2BSDK(t)
+	cert, key := selfSignedCert(t)
+	state := filepath.Join(t.TempDir(), "state")
+	const apiKey = "moat-e2b-tls-key"
+	url, stop, log := startServe(t, apiKey, "--state", state, "--template", "base="+rootfs, "--tls-cert", cert, "--tls-key", key)
+	defer stop()
+	httpsURL := "https://" + strings.TrimPrefix(url, "http://")
+	if resp, err := http.Get(url + "/health"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
+			t.Errorf("plain HTTP to the HTTPS server got %s", resp.Status)
+		}
+	}
+	runSDKScriptIn(t, nil, []string{"NODE_EXTRA_CA_CERTS=" + cert}, node, sdk, "sdk_tls.mjs", httpsURL, apiKey)
+	stop()
+	t.Logf("moat serve's log:\n%s", log())
+	checkNothingLeft(t, state)
+}
+
+// selfSignedCert writes a self-signed certificate for 127.0.0.1 and its
+// key, PEM, and returns their paths.
+func selfSignedCert(t *testing.T) (cert, key string) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "moat serve test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	must(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(priv)
+	must(t, err)
+	dir := t.TempDir()
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	must(t, os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
+	must(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	return cert, key
 }

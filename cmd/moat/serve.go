@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -26,13 +28,15 @@ A long-running server that speaks E2B's control-plane API (create, list and
 kill sandboxes, their timeouts) and the API of envd, the daemon E2B runs in
 each sandbox, which moat answers from outside the sandbox. Point an E2B SDK
 at it with E2B_API_URL=http://ADDR, E2B_SANDBOX_URL=http://ADDR and
-E2B_API_KEY=KEY (see docs/e2b.md). Each sandbox is a moat container made from
+E2B_API_KEY=KEY (https:// with --tls-cert and --tls-key; see docs/e2b.md). Each sandbox is a moat container made from
 a template's root file system, written to through an overlay kept in the
 sandbox. SIGINT or SIGTERM kill every sandbox and end the server; a server
 that died leaves sandboxes that the next one at the same --state removes.`,
 	setup: func(o *options) func(*globalOptions, []string) error {
 		var so serveOptions
 		o.String(&so.listen, "listen", "ADDR", "127.0.0.1:3000", "address to listen on (host:port)")
+		o.String(&so.tlsCert, "tls-cert", "FILE", "", "serve HTTPS with this certificate (PEM, with its chain); needs --tls-key")
+		o.String(&so.tlsKey, "tls-key", "FILE", "", "the private key of --tls-cert (PEM)")
 		o.String(&so.apiKey, "api-key", "KEY", "", "the API key clients must send (X-API-Key); default $MOAT_API_KEY")
 		o.String(&so.state, "state", "DIR", "/run/moat-serve", "directory for the sandboxes' state")
 		o.Strings(&so.templates, "template", "NAME=ROOTFS", "a template: sandboxes of NAME run on the directory ROOTFS (at least base)")
@@ -43,8 +47,27 @@ that died leaves sandboxes that the next one at the same --state removes.`,
 	},
 }
 
+// serveTLS is the server's TLS configuration for --tls-cert and
+// --tls-key, nil for plain HTTP.
+func serveTLS(cert, key string) (*tls.Config, error) {
+	switch {
+	case cert == "" && key == "":
+		return nil, nil
+	case cert == "":
+		return nil, errors.New("--tls-key: needs --tls-cert")
+	case key == "":
+		return nil, errors.New("--tls-cert: needs --tls-key")
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert %s, --tls-key %s: %w", cert, key, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
+}
+
 type serveOptions struct {
 	listen, apiKey, state, domain string
+	tlsCert, tlsKey               string
 	templates, images             []string
 	pool                          int
 }
@@ -59,6 +82,10 @@ func serve(g *globalOptions, so serveOptions) error {
 	}
 	if so.pool < 0 {
 		return fmt.Errorf("--pool %d: not a count", so.pool)
+	}
+	tlsConfig, err := serveTLS(so.tlsCert, so.tlsKey)
+	if err != nil {
+		return err
 	}
 	// From the start: a SIGTERM while images are mounted (or sandboxes
 	// booted for the pools) ends the server through its clean-up.
@@ -130,9 +157,19 @@ func serve(g *globalOptions, so serveOptions) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, TLSConfig: tlsConfig,
+		ErrorLog: log.New(os.Stderr, "moat serve: ", 0)}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(l) }()
+	go func() {
+		if tlsConfig != nil {
+			served <- hs.ServeTLS(l, "", "")
+			return
+		}
+		served <- hs.Serve(l)
+	}()
+	if tlsConfig != nil {
+		fmt.Fprintf(os.Stderr, "moat serve: HTTPS with the certificate %s\n", so.tlsCert)
+	}
 	fmt.Fprintf(os.Stderr, "moat serve: listening on %s\n", l.Addr())
 	select {
 	case err := <-served:
