@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -40,5 +42,24 @@ func TestSentryAndGoferStartWithTheirDescriptorTablesSized(t *testing.T) {
 		case !errors.Is(err, fs.ErrNotExist):
 			t.Errorf("%s %d: cannot tell whether it holds fd %d: %v", what, pid, confine.TableFD, err)
 		}
+	}
+}
+
+// TestALowDescriptorLimitStillStartsTheSandbox: under an RLIMIT_NOFILE
+// below confine.TableFD, capdrop cannot size the descriptor tables, and
+// the sandbox starts all the same (the tables then grow as they would).
+func TestALowDescriptorLimitStillStartsTheSandbox(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("prlimit (util-linux) is not installed: cannot lower the CLI's RLIMIT_NOFILE")
+	}
+	e := newEnv(t)
+	e.config("/bin/sh", "-c", "echo started")
+	cmd := e.moat.Command("run", "--bundle", e.bundle, "lowfd")
+	cmd.Args = append([]string{prlimit, fmt.Sprintf("--nofile=%d", confine.TableFD/4), "--", cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = prlimit
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "started" {
+		t.Fatalf("moat run under RLIMIT_NOFILE %d: %v, output %q", confine.TableFD/4, err, out)
 	}
 }
