@@ -21,6 +21,8 @@
 #                 CPython's regression tests in runc and in moat; writes docs/suites.md
 #   make suite-go
 #                 the Go standard library's tests in runc and in moat; writes docs/suites.md
+#   make suite-kselftest
+#                 Linux's kernel selftests in runc and in moat; writes docs/suites.md
 #                 (as root; long, so not part of make test)
 
 GO ?= go
@@ -194,6 +196,18 @@ rootfs-debian:
 suite-python: deps build
 	$(BIN)/moat-suite run --suite python --runtime runc --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite
 	$(BIN)/moat-suite run --suite python --runtime $(abspath $(BIN)/moat) --name moat --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite
+	$(BIN)/moat-suite report --results $(BUILD)/suite --out docs/suites.md runc moat
+
+# suite-kselftest runs Linux's own selftests (cmd/moat-suite: the families
+# of tools/testing/selftests that test system calls, from Debian 12's
+# linux-source-6.1, built once into $(BUILD)/suite/kselftest-build by
+# cmd/moat-suite/kselftest_build.sh) in runc and in moat, and writes
+# docs/suites.md, keeping the other suites' sections. About 7 minutes per
+# runtime; not part of test.
+.PHONY: suite-kselftest
+suite-kselftest: deps build
+	$(BIN)/moat-suite run --suite kselftest --runtime runc --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite
+	$(BIN)/moat-suite run --suite kselftest --runtime $(abspath $(BIN)/moat) --name moat --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite
 	$(BIN)/moat-suite report --results $(BUILD)/suite --out docs/suites.md runc moat
 
 # suite-go runs the Go standard library's own tests (cmd/moat-suite: the

@@ -1,8 +1,9 @@
 // Command moat-suite runs large test suites written elsewhere in OCI
 // runtimes on the same bundle, and puts the outcomes side by side in
-// docs/suites.md: CPython's regression tests (`python3 -m test`) and the Go
+// docs/suites.md: CPython's regression tests (`python3 -m test`), the Go
 // standard library's own tests (each package's test binary, built on the
-// host by the machine's Go).
+// host by the machine's Go) and Linux's kernel selftests (built on the host
+// from Debian's linux-source-6.1, kselftest.go).
 //
 // The bundle's rootfs is the integration tests' Debian one with
 // libpython3.11-testsuite and netbase installed into a copy of it by
@@ -13,7 +14,7 @@
 //
 // Usage:
 //
-//	moat-suite run --suite python|go --runtime runc|moat|PATH [--name NAME] [flags]
+//	moat-suite run --suite python|go|kselftest --runtime runc|moat|PATH [--name NAME] [flags]
 //	moat-suite report [--results DIR] [--out FILE] [NAME...]
 //
 // run writes DIR/SUITE-NAME.json (each unit's outcome) and DIR/SUITE-NAME.out
@@ -89,7 +90,7 @@ type Run struct {
 
 func runCommand(args []string) error {
 	flags := flag.NewFlagSet("moat-suite run", flag.ContinueOnError)
-	suiteName := flags.String("suite", "python", "the suite: python (CPython's regression tests) or go (the Go standard library's tests)")
+	suiteName := flags.String("suite", "python", "the suite: python (CPython's regression tests), go (the Go standard library's tests) or kselftest (Linux's selftests)")
 	runtime := flags.String("runtime", "runc", "runtime: runc, moat (on PATH) or the path of a runc-compatible binary")
 	name := flags.String("name", "", "name of the runtime in the results (default: the binary's base name)")
 	var runtimeFlags stringList

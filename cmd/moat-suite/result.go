@@ -27,4 +27,14 @@ type Result struct {
 	Status  Status   `json:"status"`
 	Detail  string   `json:"detail,omitempty"`
 	Failing []string `json:"failing,omitempty"`
+	// Cases counts the test cases of a suite that reports them (the
+	// selftests' TAP lines).
+	Cases *Cases `json:"cases,omitempty"`
+}
+
+// Cases counts a unit's test cases by how they ended.
+type Cases struct {
+	OK    int `json:"ok"`
+	NotOK int `json:"not_ok"`
+	Skip  int `json:"skip"`
 }

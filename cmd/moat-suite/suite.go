@@ -38,7 +38,7 @@ type suite struct {
 }
 
 // suites are every suite, in the order docs/suites.md shows them.
-var suites = []*suite{pythonSuite, goSuite}
+var suites = []*suite{pythonSuite, goSuite, kselftestSuite}
 
 func findSuite(name string) (*suite, error) {
 	for _, s := range suites {
@@ -46,5 +46,5 @@ func findSuite(name string) (*suite, error) {
 			return s, nil
 		}
 	}
-	return nil, fmt.Errorf("unknown suite %q (python or go)", name)
+	return nil, fmt.Errorf("unknown suite %q (python, go or kselftest)", name)
 }
