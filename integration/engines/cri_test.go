@@ -94,7 +94,11 @@ state = %q
 // 127.0.0.1 and the other reaching it there (in its command, and by
 // exec), exec and its status, logs, stats, stopp, rmp, and nothing of the
 // pod left once it is removed. Under moat the pod's containers run in its
-// sandbox's sentry.
+// sandbox's sentry. crictl's containers share the pod's pid namespace
+// (the CRI's default) but a fourth, which asks for one of its own
+// (CONTAINER), as a kubelet asks for every container of a pod without
+// shareProcessNamespace: its init is pid 1 there and its /proc, through
+// which an exec looks, shows none of the other containers' processes.
 func TestCRIPod(t *testing.T) {
 	needPackages(t, "containerd", "containerd")
 	needPackages(t, "gcc", "gcc", "libc6-dev")
@@ -181,15 +185,20 @@ func TestCRIPod(t *testing.T) {
 				"one":   "echo one; while true; do echo served | nc -l -p " + port + "; done",
 				"two":   "echo two; " + reach + "; exec sleep 1000",
 				"three": "echo three; exit 7",
+				"four":  "echo four $$; exec sleep 1000",
 			}
 			var ids []string
-			for _, name := range []string{"one", "two", "three"} {
+			for _, name := range []string{"one", "two", "three", "four"} {
+				linux := map[string]any{}
+				if name == "four" {
+					linux["security_context"] = map[string]any{"namespace_options": map[string]any{"network": 2, "pid": 1}}
+				}
 				c := writeJSON("c-"+name+"-"+rt.name+".json", map[string]any{
 					"metadata": map[string]any{"name": name},
 					"image":    map[string]any{"image": image},
 					"command":  []string{"sh", "-c", commands[name]},
 					"log_path": name + ".log",
-					"linux":    map[string]any{},
+					"linux":    linux,
 				})
 				id := ok(t, "create", podID, c, pod)
 				ok(t, "start", id)
@@ -218,6 +227,15 @@ func TestCRIPod(t *testing.T) {
 			out = append(out, strings.TrimSpace(r.stdout)+"|"+execStatus(r))
 			r = cri(t, "exec", ids[1], "sh", "-c", reach)
 			out = append(out, strings.TrimSpace(r.stdout))
+			// Who is pid 1, how many pause processes (the pod sandbox's)
+			// the /proc shows, and whether the exec'd shell is in it by its
+			// own pid: the pod's shared namespace, then the fourth's own.
+			look := "echo $(cat /proc/1/comm) $(cat /proc/[0-9]*/comm 2>/dev/null | grep -c '^pause$') $([ -d /proc/$$ ] && echo self)"
+			for _, id := range []string{ids[1], ids[3]} {
+				out = append(out, strings.TrimSpace(ok(t, "exec", id, "sh", "-c", look)))
+			}
+			waitFor(t, func() bool { return strings.Contains(cri(t, "logs", ids[3]).stdout, "four") })
+			out = append(out, strings.TrimSpace(cri(t, "logs", ids[3]).stdout))
 			// An init's exit status is the container's.
 			waitFor(t, func() bool { return containerState(t, ok(t, "inspect", ids[2])).State == "CONTAINER_EXITED" })
 			out = append(out, itoa(containerState(t, ok(t, "inspect", ids[2])).ExitCode))
@@ -233,7 +251,7 @@ func TestCRIPod(t *testing.T) {
 			ok(t, "rmp", podID)
 			out = append(out, itoa(len(strings.Fields(ok(t, "pods", "-q")))))
 			got[rt.name] = strings.Join(out, "|")
-			if want := "one|two served|in|3|served|7|2|true|143|CONTAINER_RUNNING|0"; got[rt.name] != want {
+			if want := "one|two served|in|3|served|pause 1 self|sleep 0 self|four 1|7|3|true|143|CONTAINER_RUNNING|0"; got[rt.name] != want {
 				t.Errorf("%s: %q, want %q", rt.name, got[rt.name], want)
 			}
 			left.check(t)

@@ -126,7 +126,7 @@ func New(setup *control.Setup, goferFD int, log func(string, ...any), confine fu
 	for j := range binds {
 		binds[j] = gofer.NewClient(control.BootBindFD0 + j)
 	}
-	root, err := buildTree(setup, gofer.NewClient(goferFD), binds, mf, k, log)
+	root, err := buildTree(setup, gofer.NewClient(goferFD), binds, mf, k, k.RootPIDNamespace(), log)
 	if err != nil {
 		return nil, err
 	}
@@ -217,9 +217,10 @@ func readAuxv() (hostCPU, error) {
 // its order: devfs at /dev (with the type, source and flags of the
 // config's /dev mount, which it stands for; first, if there is none), bind mounts through their
 // gofer sockets, the file systems the sentry makes (mountFS), and proc,
-// k's. Other mount types are not supported yet and are logged. c serves
-// the root file system, binds[j] the bind mount setup.Binds[j].
-func buildTree(setup *control.Setup, c *gofer.Client, binds []*gofer.Client, mf *memfile.File, k *kernel.Kernel, log func(string, ...any)) (vfs.Path, error) {
+// k's as pid namespace pidns sees it (the tree's processes'). Other mount
+// types are not supported yet and are logged. c serves the root file
+// system, binds[j] the bind mount setup.Binds[j].
+func buildTree(setup *control.Setup, c *gofer.Client, binds []*gofer.Client, mf *memfile.File, k *kernel.Kernel, pidns *kernel.PIDNamespace, log func(string, ...any)) (vfs.Path, error) {
 	spec := setup.Spec
 	root, err := mountRoot(spec.Root.Readonly, setup.RootfsWrites, overlayMemory(setup.OverlayMemory, k.SandboxLimits().MemoryMax), c, mf)
 	if err != nil {
@@ -269,7 +270,7 @@ func buildTree(setup *control.Setup, c *gofer.Client, binds []*gofer.Client, mf 
 			}
 		case m.Type == "proc":
 			flags, _ := mountFlags(m.Options)
-			if err := mountAt(root, m.Destination, procfs.New(k, k.RootPIDNamespace()), "proc", flags, m.Source, ""); err != nil {
+			if err := mountAt(root, m.Destination, procfs.New(k, pidns), "proc", flags, m.Source, ""); err != nil {
 				return vfs.Path{}, err
 			}
 		default:

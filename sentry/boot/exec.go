@@ -115,7 +115,7 @@ func (s *Sandbox) startExec(req control.Request, files []*os.File) (*kernel.Proc
 	if err != nil {
 		return nil, nil, err
 	}
-	spec.Seccomp, spec.Root, spec.Container = in.seccomp, in.root, in.container
+	spec.Seccomp, spec.Root, spec.Container, spec.PIDNamespace = in.seccomp, in.root, in.container, in.pidns
 	con, err := attachFiles(&spec, in.root, e.Process.Terminal, files[:e.Stdio])
 	if err != nil {
 		return nil, nil, err

@@ -21,9 +21,12 @@ import (
 // other container of the pod is an OpCreate on its control socket. Each
 // has a mount tree of its own (its root through a gofer of its own, its
 // config's mounts), so it is a mount namespace of its own; it shares the
-// kernel's network stack (loopback included), UTS and IPC namespaces and
-// its one pid space. Its processes carry its id (InitSpec.Container), so
-// that a kill, ps or exec that names it reaches them alone.
+// kernel's network stack (loopback included), UTS and IPC namespaces. Its
+// pid namespace is a new one nested in the sandbox's, as runc gives each
+// container of a pod one, unless its config joins the pod's (Kubernetes'
+// shareProcessNamespace): the sandbox's own then. Its processes carry its
+// id (InitSpec.Container), so that a kill, ps or exec that names it
+// reaches them alone.
 
 // pod is the sandbox's other containers, by id.
 type pod struct {
@@ -37,22 +40,24 @@ type member struct {
 	root    vfs.Path
 	seccomp []seccomp.Insn
 	init    *kernel.Process
-	// sharedPids: the config joins its pod's pid namespace (a pid
-	// namespace entry with a path), so its init is no namespace's init
-	// and takes signals from outside as any process does. Without it the
-	// init stands for its own pid namespace's.
-	sharedPids bool
+	// pidns is its pid namespace, whose init is init; nil when the config
+	// joins its pod's (a pid namespace entry with a path): its processes
+	// are then in the sandbox's, init is no namespace's init and takes
+	// signals from outside as any process does.
+	pidns *kernel.PIDNamespace
 	// gofers serve its tree; they are closed when it goes, and the gofer
 	// process then lets go of everything it held for it.
 	gofers []*gofer.Client
 }
 
-// place is what a process started in a container runs in: its tree and
-// its filter, and its id ("" for the sandbox's own container).
+// place is what a process started in a container runs in: its tree, its
+// filter and pid namespace (nil: the sandbox's), and its id ("" for the
+// sandbox's own container).
 type place struct {
 	container string
 	root      vfs.Path
 	seccomp   []seccomp.Insn
+	pidns     *kernel.PIDNamespace
 }
 
 // place finds container id: the sandbox's own for "", else a member.
@@ -64,7 +69,7 @@ func (s *Sandbox) place(id string) (place, error) {
 	if err != nil {
 		return place{}, err
 	}
-	return place{container: id, root: m.root, seccomp: m.seccomp}, nil
+	return place{container: id, root: m.root, seccomp: m.seccomp, pidns: m.pidns}, nil
 }
 
 func (p *pod) get(id string) (*member, error) {
@@ -148,7 +153,14 @@ func (s *Sandbox) createMember(c *control.Create, files []*os.File) (_ *member, 
 	if _, err := s.pod.get(c.ID); err == nil {
 		return nil, nil, fmt.Errorf("container %s is in this pod already", c.ID)
 	}
-	m := &member{id: c.ID, sharedPids: joinsPidNamespace(c.Spec.Linux)}
+	m := &member{id: c.ID}
+	pidns := s.Kernel.RootPIDNamespace()
+	if !joinsPidNamespace(c.Spec.Linux) {
+		if pidns, err = s.Kernel.NewPIDNamespace(); err != nil {
+			return nil, nil, fmt.Errorf("create: a pid namespace: %w", err)
+		}
+		m.pidns = pidns
+	}
 	defer func() {
 		if err != nil {
 			for _, g := range m.gofers {
@@ -165,7 +177,7 @@ func (s *Sandbox) createMember(c *control.Create, files []*os.File) (_ *member, 
 	}
 	spec := c.Spec
 	setup := &control.Setup{ID: c.ID, Spec: spec, Binds: c.Binds, RootfsWrites: c.RootfsWrites}
-	if m.root, err = buildTree(setup, m.gofers[0], m.gofers[1:], s.mf, s.Kernel, s.log); err != nil {
+	if m.root, err = buildTree(setup, m.gofers[0], m.gofers[1:], s.mf, s.Kernel, pidns, s.log); err != nil {
 		return nil, nil, err
 	}
 	if err := applyPathRules(m.root, spec.Linux, s.mf); err != nil {
@@ -180,7 +192,7 @@ func (s *Sandbox) createMember(c *control.Create, files []*os.File) (_ *member, 
 	if err != nil {
 		return nil, nil, err
 	}
-	init.Root, init.Container, init.Seccomp = m.root, m.id, m.seccomp
+	init.Root, init.Container, init.Seccomp, init.PIDNamespace = m.root, m.id, m.seccomp, m.pidns
 	con, err := attachFiles(&init, m.root, spec.Process.Terminal, files[:c.Stdio])
 	if err != nil {
 		return nil, nil, err
@@ -243,7 +255,7 @@ func (s *Sandbox) signalMember(id string, sig int, all bool) error {
 // pid namespace's init (only if handled, SIGKILL always) unless the
 // container shares its pod's pid namespace.
 func (m *member) signalInit(sig int) {
-	if m.sharedPids {
+	if m.pidns == nil {
 		m.init.Signal(sig)
 		return
 	}

@@ -62,15 +62,20 @@ func (k *Kernel) CreateProcess(s InitSpec) (*Process, error) {
 	// As runc's exec forks into the container's cgroup, the process is
 	// one more task for pids.max.
 	full := tid != 0 && k.pidsFullLocked()
-	if tid == 0 || full {
+	ns, vpid := s.PIDNamespace, tid
+	var nsErr error
+	if tid != 0 && !full && ns != nil {
+		vpid, nsErr = k.enterLocked(ns, tid)
+	}
+	if tid == 0 || full || nsErr != nil {
 		k.treeMu.Unlock()
 		if !t.mm.DecUsers() { // what buildProcess made, never run
 			t.ctx.Release()
 		}
 		t.fds.DecRef()
 		switch {
-		case k.init == nil || k.init.zombie:
-			return nil, ErrSandboxEnded
+		case k.init == nil || k.init.zombie || nsErr == unix.ENOMEM:
+			return nil, ErrSandboxEnded // the sandbox's init or the namespace's has ended
 		case full:
 			return nil, fmt.Errorf("the sandbox is at its pids.max: %w", unix.EAGAIN)
 		}
@@ -78,9 +83,19 @@ func (k *Kernel) CreateProcess(s InitSpec) (*Process, error) {
 	}
 	tg.pid, t.tid = tid, tid
 	k.registerLocked(tg, s.Console)
+	if ns != nil && ns.level > 0 {
+		tg.pidns, tg.vpid, t.vtid, t.childPIDNS = ns, vpid, vpid, ns
+		if ns.init == nil {
+			ns.init = tg // its first process, pid 1
+		}
+	}
 	k.treeMu.Unlock()
 	return p, nil
 }
+
+// NewPIDNamespace makes a pid namespace nested in the sandbox's, for
+// InitSpec.PIDNamespace.
+func (k *Kernel) NewPIDNamespace() (*PIDNamespace, error) { return k.rootPIDNS.newChild() }
 
 // Run starts the process CreateProcess made; later calls do nothing.
 func (p *Process) Run() {

@@ -58,6 +58,12 @@ type InitSpec struct {
 	// for the sandbox's own; the processes it makes belong to it too
 	// (SignalContainer, ThreadGroup.Container).
 	Container string
+	// PIDNamespace, if set, is the pid namespace CreateProcess makes the
+	// process in, one nested in the sandbox's (NewPIDNamespace): a pod's
+	// container with a pid namespace of its own. The first process made
+	// in it is its init, pid 1 there; a later one (`moat exec`) joins it
+	// with its parent outside, as a process runc's exec forks after setns.
+	PIDNamespace *PIDNamespace
 }
 
 // InitError is a problem with the init process's configuration, worded for
