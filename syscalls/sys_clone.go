@@ -13,7 +13,10 @@ import (
 // Clone implements Linux syscall clone(2): on x86-64 its arguments are
 // flags, stack, parent_tid, child_tid, tls.
 func Clone(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	o := kernel.CloneOptions{Flags: a[0] &^ 0xff, ExitSignal: int(a[0] & 0xff), Stack: a[1],
+	// Linux's clone takes the low 32 bits of its flags: the clone3-only
+	// ones above them (CLONE_CLEAR_SIGHAND, CLONE_INTO_CGROUP) are not
+	// clone's.
+	o := kernel.CloneOptions{Flags: a[0] & 0xffffff00, ExitSignal: int(a[0] & 0xff), Stack: a[1],
 		ParentTID: a.Ptr(2), ChildTID: a.Ptr(3), TLS: a[4]}
 	if o.Flags&unix.CLONE_PIDFD != 0 {
 		// The pidfd goes where the parent's tid would.
@@ -37,6 +40,11 @@ func Vfork(t *kernel.Task, _ *arch.SyscallArgs) (uintptr, error) {
 }
 
 func cloneRet(tid int32, err error) (uintptr, error) { return uintptr(tid), err }
+
+// clone3Flags are the flags clone3 knows: clone's 32 and
+// CLONE_CLEAR_SIGHAND and CLONE_INTO_CGROUP (Linux's clone3_args_valid:
+// EINVAL for any other).
+const clone3Flags = 0xffffffff | unix.CLONE_CLEAR_SIGHAND | unix.CLONE_INTO_CGROUP
 
 // Clone3 implements Linux syscall clone3(2).
 func Clone3(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
@@ -62,7 +70,7 @@ func Clone3(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		}
 	}
 	flags, exitSignal, stack, stackSize := field(0), field(4), field(5), field(6)
-	if flags&unix.CSIGNAL != 0 || exitSignal > linuxabi.NSIG || field(8) != 0 || field(9) != 0 || field(10) != 0 ||
+	if flags&unix.CSIGNAL != 0 || flags&^clone3Flags != 0 || exitSignal > linuxabi.NSIG || field(8) != 0 || field(9) != 0 || field(10) != 0 ||
 		(stack == 0) != (stackSize == 0) {
 		return 0, unix.EINVAL
 	}

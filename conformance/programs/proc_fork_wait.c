@@ -7,7 +7,9 @@
  * Checks: fork (the raw system call), clone (how the C library's fork works),
  * clone with only SIGCHLD and clone3 with exit_signal SIGCHLD all return 0 in
  * the child and the child's pid in the parent, and the child's getppid is the
- * parent; exit statuses 0, 3, 255 and 256 (which reads 0), exit_group's;
+ * parent; clone3's CLONE_CLEAR_SIGHAND makes the child's caught signals
+ * default and keeps ignored ones (EINVAL with CLONE_SIGHAND, or for a flag
+ * clone3 does not know); exit statuses 0, 3, 255 and 256 (which reads 0), exit_group's;
  * death by SIGKILL from kill, by SIGSEGV from a bad pointer and by a signal to
  * the child's process group; wait4 with WNOHANG (0 while the child runs,
  * ECHILD without children), for a given pid against -1, ECHILD for a pid
@@ -87,6 +89,8 @@ static void report_ids(int fd)
 		_exit(100);
 }
 
+static void on_usr1(int sig) { (void)sig; }
+
 /* check_created checks a child that ran report_ids and exits with code. */
 static void check_created(long ret, int rfd, int code, const char *how)
 {
@@ -154,6 +158,30 @@ static void test_create(void)
 	CHECK_ERR(syscall(SYS_clone3, &ca, 63), EINVAL);
 	ca.exit_signal = 65;
 	CHECK_ERR(syscall(SYS_clone3, &ca, sizeof(ca)), EINVAL);
+	/* CLONE_CLEAR_SIGHAND: the child's caught signals are default, its
+	 * ignored ones stay ignored; EINVAL with shared handlers (a thread's
+	 * included), and for a flag clone3 does not know. */
+	ca.exit_signal = SIGCHLD;
+	ca.flags = CLONE_CLEAR_SIGHAND;
+	CHECK_OK(signal(SIGUSR1, on_usr1) == SIG_ERR ? -1 : 0);
+	CHECK_OK(signal(SIGUSR2, SIG_IGN) == SIG_ERR ? -1 : 0);
+	fflush(NULL);
+	r = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (r == 0) {
+		struct sigaction a1, a2;
+
+		sigaction(SIGUSR1, NULL, &a1);
+		sigaction(SIGUSR2, NULL, &a2);
+		report_ids(p[1]);
+		syscall(SYS_exit_group, a1.sa_handler == SIG_DFL && a2.sa_handler == SIG_IGN ? 9 : 1);
+	}
+	check_created(r, p[0], 9, "clone3(CLONE_CLEAR_SIGHAND)");
+	ca.flags = CLONE_CLEAR_SIGHAND | CLONE_SIGHAND | CLONE_VM;
+	CHECK_ERR(syscall(SYS_clone3, &ca, sizeof(ca)), EINVAL);
+	ca.flags = 1ULL << 40;
+	CHECK_ERR(syscall(SYS_clone3, &ca, sizeof(ca)), EINVAL);
+	signal(SIGUSR1, SIG_DFL);
+	signal(SIGUSR2, SIG_DFL);
 
 	close(p[0]);
 	close(p[1]);

@@ -39,9 +39,10 @@ func (h *SigHand) copyHand() *SigHand {
 	return &SigHand{actions: h.actions}
 }
 
-// resetForExec makes caught signals default, as execve does; ignored
-// signals stay ignored, but lose their flags and mask as the rest do.
-func (h *SigHand) resetForExec() {
+// resetCaught makes caught signals default, as execve does and clone3's
+// CLONE_CLEAR_SIGHAND (Linux's flush_signal_handlers); ignored signals
+// stay ignored, but lose their flags and mask as the rest do.
+func (h *SigHand) resetCaught() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i := range h.actions {

@@ -337,7 +337,7 @@ func TestExecResetsCaughtSignalsAndKeepsIgnoredOnes(t *testing.T) {
 	h := &SigHand{}
 	h.actions[unix.SIGUSR1] = SigAction{Handler: 0x1000, Flags: linuxabi.SA_RESTART, Mask: 7}
 	h.actions[unix.SIGUSR2] = SigAction{Handler: linuxabi.SIG_IGN, Flags: linuxabi.SA_RESTART, Mask: 7}
-	h.resetForExec()
+	h.resetCaught()
 	if a := h.actions[unix.SIGUSR1]; a != (SigAction{}) {
 		t.Errorf("a caught signal after exec: %+v, want the default", a)
 	}

@@ -35,6 +35,8 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	case f&unix.CLONE_THREAD != 0 && f&unix.CLONE_SIGHAND == 0,
 		f&unix.CLONE_SIGHAND != 0 && f&unix.CLONE_VM == 0,
 		f&unix.CLONE_FS != 0 && f&unix.CLONE_NEWNS != 0,
+		// Shared handlers cannot be cleared for the child alone.
+		f&unix.CLONE_SIGHAND != 0 && f&unix.CLONE_CLEAR_SIGHAND != 0,
 		// Linux before 6.9 has no pidfds of threads.
 		f&unix.CLONE_PIDFD != 0 && (o.PidFD == nil || f&(unix.CLONE_THREAD|unix.CLONE_DETACHED) != 0):
 		return 0, unix.EINVAL
@@ -184,6 +186,11 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 		sighand := t.tg.sighand
 		if f&unix.CLONE_SIGHAND == 0 {
 			sighand = sighand.copyHand()
+		}
+		if f&unix.CLONE_CLEAR_SIGHAND != 0 {
+			// clone3's CLONE_CLEAR_SIGHAND: the child's caught
+			// signals are default, as after exec.
+			sighand.resetCaught()
 		}
 		tg := newThreadGroup(k, tid, sighand)
 		tg.pidns, tg.vpid = ns, child.vtid

@@ -97,7 +97,7 @@ func (t *Task) Execve(target ExecTarget, argv, envv []string) error {
 	}
 	t.fds.closeOnExec()
 	tg.sighand = tg.sighand.copyHand()
-	tg.sighand.resetForExec()
+	tg.sighand.resetCaught()
 	t.altStack = AltStack{Flags: linuxabi.SS_DISABLE}
 	t.robustList, t.clearChildTID = 0, 0
 	tg.deleteAllTimers(k)
