@@ -96,6 +96,18 @@ func phdrAddr(info *elfInfo, base uintptr) uintptr {
 	return addr
 }
 
+// maxAlignment is the largest p_align of the PT_LOAD segments that is a
+// power of two, at least a page (Linux's maximum_alignment).
+func maxAlignment(info *elfInfo) uint64 {
+	align := uint64(pageSize)
+	for _, ph := range info.phdrs {
+		if ph.typ == ptLoad && ph.align&(ph.align-1) == 0 {
+			align = max(align, ph.align)
+		}
+	}
+	return align
+}
+
 // mapSegments maps every PT_LOAD segment and returns the load bias and the
 // page-rounded end of the highest segment.
 func mapSegments(m *mm.MemoryManager, f File, info *elfInfo, dynHint uintptr, name string) (uintptr, uintptr, error) {
@@ -115,15 +127,22 @@ func mapSegments(m *mm.MemoryManager, f File, info *elfInfo, dynHint uintptr, na
 	if info.typ == etDyn {
 		// Find room for the whole span, so the segments keep their
 		// distances; the gaps between them stay unmapped, as Linux
-		// leaves them.
-		addr, err := m.MMap(mm.MMapOpts{Addr: dynHint, Length: span})
+		// leaves them. The bias is a multiple of the segments' largest
+		// alignment, as Linux's maximum_alignment makes it: room for the
+		// span and that much more is found, and the bias rounded up in it.
+		align := uintptr(maxAlignment(info))
+		room := span + align - pageSize
+		if room < span {
+			return 0, 0, unix.ENOMEM // an alignment beyond the address space
+		}
+		addr, err := m.MMap(mm.MMapOpts{Addr: dynHint, Length: room})
 		if err != nil {
 			return 0, 0, err
 		}
-		if err := m.Munmap(addr, span); err != nil {
+		if err := m.Munmap(addr, room); err != nil {
 			return 0, 0, err
 		}
-		bias = addr - uintptr(lo)
+		bias = (addr - uintptr(lo) + align - 1) &^ (align - 1)
 	} else if uintptr(hi) > m.MaxAddr() || uintptr(lo) < mm.MinAddr {
 		return 0, 0, unix.ENOMEM
 	}

@@ -216,3 +216,22 @@ func TestLoadMapsASegmentPastTheEndOfTheFile(t *testing.T) {
 		t.Errorf("reading a page past the end of the file: %v, want EFAULT (SIGBUS for the guest)", err)
 	}
 }
+
+func TestLoadAlignsAPositionIndependentExecutableToItsSegmentsAlignment(t *testing.T) {
+	for _, align := range []uint64{0x200000, 0x1000000} {
+		m, _ := newMM(t)
+		// Something mapped first, so that the free range found does not
+		// start aligned by chance.
+		if _, err := m.MMap(mm.MMapOpts{Length: 0x3000, Prot: rw}); err != nil {
+			t.Fatal(err)
+		}
+		e := dynELF()
+		e.phdrs[0].align, e.phdrs[1].align = align, align
+		// 0x1800 is no power of two: Linux's maximum_alignment passes over it.
+		e.phdrs[2].align = 0x1800
+		img := load(t, m, e, nil)
+		if img.ExecBase == 0 || uint64(img.ExecBase)%align != 0 {
+			t.Errorf("p_align %#x: load bias %#x, want a multiple of it (exec/load_address of the kernel selftests)", align, img.ExecBase)
+		}
+	}
+}
