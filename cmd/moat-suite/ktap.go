@@ -57,8 +57,11 @@ func parseKselftests(r io.Reader) map[string]Result {
 		if cur == nil {
 			continue
 		}
-		if rest, ok := strings.CutPrefix(line, goEnd+" "); ok {
-			if prog, code, ok := strings.Cut(rest, " "); ok && prog == name {
+		// The end line may follow output that did not end its line
+		// (timers' nsleep-lat, killed mid-line).
+		if i := strings.Index(line, goEnd+" "); i >= 0 {
+			cur.read(line[:i])
+			if prog, code, ok := strings.Cut(line[i+len(goEnd)+1:], " "); ok && prog == name {
 				cur.exit, _ = strconv.Atoi(code)
 				cur.finished = true
 				end()
@@ -100,7 +103,8 @@ func (p *kselftestProgram) read(line string) {
 }
 
 // result is how the program ended, by its exit status (kselftest's
-// meaning of it), its TAP cases counted in the detail.
+// meaning of it) and its TAP cases (failed if any is not ok), which the
+// detail counts.
 func (p *kselftestProgram) result() Result {
 	c := p.cases
 	counts := fmt.Sprintf("%d ok, %d not ok, %d skip", c.OK, c.NotOK, c.Skip)
@@ -114,6 +118,10 @@ func (p *kselftestProgram) result() Result {
 		res.Status, res.Detail = TimedOut, "timed out ("+counts+")"
 	case p.exit == ksftSkip, p.exit == ksftPass && c.Skip > 0 && c.OK+c.NotOK == 0:
 		res.Status, res.Detail = Skipped, "skipped ("+counts+")"
+	case (p.exit == ksftPass || p.exit == ksftXfail) && c.NotOK > 0:
+		// A script that runs programs (futex's run.sh) ends 0 whatever
+		// they reported: their cases say.
+		res.Status, res.Detail = Failed, fmt.Sprintf("failed (exit %d; %s)", p.exit, counts)
 	case p.exit == ksftPass, p.exit == ksftXfail:
 		res.Status, res.Detail = Passed, "passed ("+counts+")"
 	case p.exit == ksftFail, p.exit == ksftXpass:
