@@ -202,13 +202,15 @@ suite-python: deps build
 # of tools/testing/selftests that test system calls, from Debian 12's
 # linux-source-6.1, built once into $(BUILD)/suite/kselftest-build by
 # cmd/moat-suite/kselftest_build.sh) in runc and in moat, and writes
-# docs/suites.md, keeping the other suites' sections. About 7 minutes per
-# runtime; not part of test.
+# docs/suites.md, keeping the other suites' sections; and in runsc too when
+# bin/runsc exists (make bench-deps builds it). 4 to 8 minutes per runtime;
+# not part of test.
 .PHONY: suite-kselftest
 suite-kselftest: deps build
 	$(BIN)/moat-suite run --suite kselftest --runtime runc --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite
 	$(BIN)/moat-suite run --suite kselftest --runtime $(abspath $(BIN)/moat) --name moat --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite
-	$(BIN)/moat-suite report --results $(BUILD)/suite --out docs/suites.md runc moat
+	if [ -x $(BIN)/runsc ]; then $(BIN)/moat-suite run --suite kselftest --runtime $(abspath $(BIN)/runsc) --name runsc --cache $(BUILD)/rootfs-debian --results $(BUILD)/suite; fi
+	$(BIN)/moat-suite report --results $(BUILD)/suite --out docs/suites.md runc moat $$([ -x $(BIN)/runsc ] && echo runsc)
 
 # suite-go runs the Go standard library's own tests (cmd/moat-suite: the
 # packages, each one's test binary built by the go command on PATH, run

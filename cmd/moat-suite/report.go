@@ -196,6 +196,11 @@ func writeCaseTotals(w io.Writer, runs []*Run) {
 	}
 }
 
+// maxNamed is how many of a unit's failing tests a comparison names: a
+// unit whose every case fails (the selftests' tls, where the kernel has no
+// kTLS) would fill the page.
+const maxNamed = 12
+
 // writeComparison is the table of units in ref and r side by side, with,
 // when either run names failing tests, those that failed in r alone.
 func writeComparison(w io.Writer, s *suite, ref, r *Run, units []string) {
@@ -216,6 +221,9 @@ func writeComparison(w io.Writer, s *suite, ref, r *Run, units []string) {
 				if !slices.Contains(ref.Modules[u].Failing, t) {
 					alone = append(alone, t)
 				}
+			}
+			if len(alone) > maxNamed {
+				alone = append(alone[:maxNamed], fmt.Sprintf("and %d more", len(alone)-maxNamed))
 			}
 			fmt.Fprintf(w, " %s |", strings.Join(alone, ", "))
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +78,19 @@ func TestReportNamesTheTestsThatFailedInTheOtherRuntimeAlone(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+func TestReportNamesAtMostADozenFailingTestsOfAUnit(t *testing.T) {
+	var many []string
+	for i := range 20 {
+		many = append(many, fmt.Sprintf("T%02d", i))
+	}
+	runc := &Run{Runtime: "runc", Modules: map[string]Result{"net": {Status: Passed}}}
+	moat := &Run{Runtime: "moat", Modules: map[string]Result{"net": {Status: Failed, Failing: many}}}
+	var b strings.Builder
+	writeReport(&b, map[*suite][]*Run{goSuite: {runc, moat}}, nil)
+	if out := b.String(); !strings.Contains(out, "T11, and 8 more |") || strings.Contains(out, "T12") {
+		t.Errorf("the failing tests are not cut after a dozen:\n%s", out)
 	}
 }
