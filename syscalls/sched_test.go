@@ -255,10 +255,20 @@ func TestIoprioOfAProcessGroupIsTheBestOfItsThreadsEffectivePriorities(t *testin
 		if v, _ := g.Call(unix.SYS_IOPRIO_GET, 2, 0); v != 2<<13|6 {
 			t.Errorf("ioprio of a group whose thread set none, at nice 10 = %#x, want best effort 6", v)
 		}
-		_, tidAddr, _ := g.Thread(func(g *fake.Guest) {
+		tid, tidAddr, _ := g.Thread(func(g *fake.Guest) {
 			g.Call(unix.SYS_IOPRIO_SET, 1, 0, 2<<13|1)
 		})
 		g.Join(tidAddr)
+		// CLONE_CHILD_CLEARTID wakes the joiner before the thread is gone
+		// (on Linux too: its I/O context outlives the clearing a little),
+		// so wait until it is (tgkill finds no such thread).
+		pid, _ := g.Call(unix.SYS_GETPID)
+		for i := 0; i < 10_000; i++ {
+			if _, errno := g.Call(unix.SYS_TGKILL, pid, uintptr(tid), 0); errno == unix.ESRCH {
+				break
+			}
+			g.Call(unix.SYS_SCHED_YIELD)
+		}
 		// The thread is gone; set one that stays.
 		g.Call(unix.SYS_IOPRIO_SET, 1, 0, 3<<13)
 		if v, _ := g.Call(unix.SYS_IOPRIO_GET, 1, 0); v != 3<<13 {
