@@ -347,8 +347,9 @@ func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// connectSandbox answers Sandbox.connect: a running sandbox, its timeout
-// set anew if the body gives one (never shortened, as E2B's).
+// connectSandbox answers Sandbox.connect: a paused sandbox resumes (201),
+// a running one has its timeout set anew if the body gives one (never
+// shortened, as E2B's).
 func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request) {
 	var req timeoutRequest
 	if err := decodeBody(r, &req); err != nil {
