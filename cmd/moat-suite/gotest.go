@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -39,47 +37,14 @@ type goPackage struct {
 	running   []string          // the tests its panic said were running then
 	inRunning bool              // the line before was of that list, or its heading
 	panicked  bool              // a panic ended the binary
-	finished  bool              // goEnd was read
-	exit      int
+	exitStatus
 	lastFrame string // the framework's last line: PASS or FAIL at the end
 }
 
 // parseGoTests reads goTestScript's output and returns the outcome of each
 // package it began.
 func parseGoTests(r io.Reader) map[string]Result {
-	results := map[string]Result{}
-	var name string
-	var cur *goPackage
-	end := func() {
-		if cur != nil {
-			results[name] = cur.result()
-		}
-		cur = nil
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, goBegin+" "); ok {
-			end()
-			name, cur = rest, &goPackage{tests: map[string]string{}}
-			continue
-		}
-		if cur == nil {
-			continue
-		}
-		if rest, ok := strings.CutPrefix(line, goEnd+" "); ok {
-			if pkg, code, ok := strings.Cut(rest, " "); ok && pkg == name {
-				cur.exit, _ = strconv.Atoi(code)
-				cur.finished = true
-				end()
-			}
-			continue
-		}
-		cur.read(line)
-	}
-	end()
-	return results
+	return readFramed(r, func() framedItem { return &goPackage{tests: map[string]string{}} })
 }
 
 // read takes in one line of a package's output.

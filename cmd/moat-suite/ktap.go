@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"regexp"
@@ -29,49 +28,13 @@ type kselftestProgram struct {
 	cases    Cases
 	failing  []string
 	notBuilt bool
-	finished bool
-	exit     int
+	exitStatus
 }
 
 // parseKselftests reads kselftestScript's output and returns the outcome
 // of each program it began.
 func parseKselftests(r io.Reader) map[string]Result {
-	results := map[string]Result{}
-	var name string
-	var cur *kselftestProgram
-	end := func() {
-		if cur != nil {
-			results[name] = cur.result()
-		}
-		cur = nil
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, goBegin+" "); ok {
-			end()
-			name, cur = rest, &kselftestProgram{}
-			continue
-		}
-		if cur == nil {
-			continue
-		}
-		// The end line may follow output that did not end its line
-		// (timers' nsleep-lat, killed mid-line).
-		if i := strings.Index(line, goEnd+" "); i >= 0 {
-			cur.read(line[:i])
-			if prog, code, ok := strings.Cut(line[i+len(goEnd)+1:], " "); ok && prog == name {
-				cur.exit, _ = strconv.Atoi(code)
-				cur.finished = true
-				end()
-			}
-			continue
-		}
-		cur.read(line)
-	}
-	end()
-	return results
+	return readFramed(r, func() framedItem { return &kselftestProgram{} })
 }
 
 // read takes in one line of a program's output.
