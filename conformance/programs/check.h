@@ -114,6 +114,25 @@ static inline const char *check_errname(int e)
 	return name ? name : "no error";
 }
 
+/*
+ * check_readlink is where the symlink at path points (a namespace file's
+ * "pid:[4026531836]"), or its errno's name in parentheses; two calls'
+ * answers may be used together.
+ */
+static inline const char *check_readlink(const char *path)
+{
+	static char buf[2][64];
+	static int which;
+	char *b = buf[which++ & 1];
+	long n = readlink(path, b, 63);
+
+	if (n < 0)
+		snprintf(b, 64, "(%s)", check_errname(errno));
+	else
+		b[n] = '\0';
+	return b;
+}
+
 static inline void check_init(int argc, char **argv)
 {
 	if (argc != 3 || (strcmp(argv[1], "--native") != 0 &&

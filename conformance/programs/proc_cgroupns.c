@@ -16,20 +16,6 @@
 #include <sched.h>
 #include <sys/wait.h>
 
-static const char *link_of(const char *path)
-{
-	static char buf[2][64];
-	static int which;
-	char *b = buf[which++ & 1];
-	long n = readlink(path, b, 63);
-
-	if (n < 0)
-		snprintf(b, 64, "(%s)", check_errname(errno));
-	else
-		b[n] = '\0';
-	return b;
-}
-
 /* v2_line is /proc/self/cgroup's cgroup v2 line ("0::PATH"), beside
  * whatever v1 hierarchies a host also mounts. */
 static const char *v2_line(void)
@@ -64,18 +50,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "proc_cgroupns: needs CAP_SYS_ADMIN\n");
 		return 1;
 	}
-	snprintf(before, sizeof(before), "%s", link_of("/proc/self/ns/cgroup"));
+	snprintf(before, sizeof(before), "%s", check_readlink("/proc/self/ns/cgroup"));
 	CHECK(strncmp(before, "cgroup:[", 8) == 0);
 
 	pid = check_fork();
 	if (pid == 0) {
 		int old = CHECK_OK(open("/proc/self/ns/cgroup", O_RDONLY));
 		CHECK_OK(unshare(CLONE_NEWCGROUP));
-		CHECK(strcmp(link_of("/proc/self/ns/cgroup"), before) != 0);
+		CHECK(strcmp(check_readlink("/proc/self/ns/cgroup"), before) != 0);
 		CHECK_STR(v2_line(), "0::/");
 		CHECK_ERR(setns(old, CLONE_NEWUTS), EINVAL);
 		CHECK_OK(setns(old, CLONE_NEWCGROUP));
-		CHECK_STR(link_of("/proc/self/ns/cgroup"), before);
+		CHECK_STR(check_readlink("/proc/self/ns/cgroup"), before);
 		close(old);
 		check_child_exit();
 	}
@@ -87,7 +73,7 @@ int main(int argc, char **argv)
 		CHECK_OK(pipe(fds));
 		pid = syscall(SYS_clone, CLONE_NEWCGROUP | SIGCHLD, 0, 0, 0, 0);
 		if (pid == 0) {
-			const char *l = link_of("/proc/self/ns/cgroup");
+			const char *l = check_readlink("/proc/self/ns/cgroup");
 			write(fds[1], l, strlen(l) + 1);
 			_exit(0);
 		}
@@ -97,7 +83,7 @@ int main(int argc, char **argv)
 		CHECK(strncmp(got, "cgroup:[", 8) == 0);
 		CHECK(strcmp(got, before) != 0);
 		CHECK_CHILD(pid, "exited 0");
-		CHECK_STR(link_of("/proc/self/ns/cgroup"), before);
+		CHECK_STR(check_readlink("/proc/self/ns/cgroup"), before);
 	}
 	return check_finish();
 }

@@ -44,20 +44,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-static const char *ns_link(const char *path)
-{
-	static char buf[2][64];
-	static int which;
-	char *b = buf[which++ & 1];
-	long n = readlink(path, b, 63);
-
-	if (n < 0)
-		snprintf(b, 64, "(%s)", check_errname(errno));
-	else
-		b[n] = '\0';
-	return b;
-}
-
 /* status_of returns the value of line name of /proc/PID/status (pid 0:
  * self), tabs as they are; a description of what went wrong otherwise. */
 static const char *status_of(int pid, const char *name)
@@ -267,7 +253,7 @@ static void init_body(int to, int from)
 	CHECK_OK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
 	CHECK_OK(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
 	CHECK_STR(proc_pids(), "1");
-	CHECK_STR(ns_link("/proc/self"), "1");
+	CHECK_STR(check_readlink("/proc/self"), "1");
 	CHECK_STR(status_of(0, "Pid"), "1");
 	CHECK_STR(status_of(0, "PPid"), "0");
 	CHECK_STR(status_of(0, "NSpid"), "1");
@@ -334,15 +320,15 @@ static void check_unshare_and_fork(void)
 	int to[2], from[2], held[2];
 	pid_t child, member;
 
-	snprintf(self_pid, sizeof(self_pid), "%s", ns_link("/proc/self/ns/pid"));
-	snprintf(before_children, sizeof(before_children), "%s", ns_link("/proc/self/ns/pid_for_children"));
+	snprintf(self_pid, sizeof(self_pid), "%s", check_readlink("/proc/self/ns/pid"));
+	snprintf(before_children, sizeof(before_children), "%s", check_readlink("/proc/self/ns/pid_for_children"));
 	CHECK_STR(before_children, self_pid);
 	pid_t mypid = getpid();
 
 	CHECK_OK(unshare(CLONE_NEWPID));
 	CHECK_EQ(getpid(), mypid);
-	CHECK_STR(ns_link("/proc/self/ns/pid"), self_pid);
-	CHECK_STR(ns_link("/proc/self/ns/pid_for_children"), "(ENOENT)");
+	CHECK_STR(check_readlink("/proc/self/ns/pid"), self_pid);
+	CHECK_STR(check_readlink("/proc/self/ns/pid_for_children"), "(ENOENT)");
 	CHECK_ERR(unshare(CLONE_NEWPID), EINVAL);
 	{
 		static char stack[65536];
@@ -390,9 +376,9 @@ static void check_unshare_and_fork(void)
 
 	char child_ns[64], path[64];
 	snprintf(path, sizeof(path), "/proc/%d/ns/pid", child);
-	snprintf(child_ns, sizeof(child_ns), "%s", ns_link(path));
+	snprintf(child_ns, sizeof(child_ns), "%s", check_readlink(path));
 	CHECK(strcmp(child_ns, self_pid) != 0);
-	CHECK_STR(ns_link("/proc/self/ns/pid_for_children"), child_ns);
+	CHECK_STR(check_readlink("/proc/self/ns/pid_for_children"), child_ns);
 	{
 		char want[64], fdinfo[64], buf[512];
 		int pfd = CHECK_OK(syscall(SYS_pidfd_open, child, 0));
