@@ -39,7 +39,8 @@ const e2bScriptTimeout = 10 * time.Minute
 // TestE2BSDKRunsUnchangedOnMoatServe runs E2B's own JavaScript SDK,
 // installed from npm, against `moat serve` on a loopback port: the script
 // (testdata/e2b/sdk.mjs) creates sandboxes from the Debian template, runs
-// commands with streamed output, moves files both ways, lists by
+// commands with streamed output, moves files both ways, reaches a port
+// the sandbox serves (getHost, with --domain), lists by
 // metadata, lets a timeout pass and kills, checking every result. A pool
 // keeps a sandbox booted ahead. Once the server is told to stop, nothing
 // of its sandboxes may be left, those of the pool included.
@@ -50,9 +51,9 @@ func TestE2BSDKRunsUnchangedOnMoatServe(t *testing.T) {
 
 	state := filepath.Join(t.TempDir(), "state")
 	const key = "moat-e2b-test-key"
-	url, stop, log := startServe(t, key, "--state", state, "--pool", "1", "--template", "base="+rootfs)
+	url, stop, log := startServe(t, key, "--state", state, "--pool", "1", "--template", "base="+rootfs, "--domain", "moat.test")
 	defer stop()
-	runSDKScript(t, node, sdk, "sdk.mjs", url, key)
+	runSDKScriptIn(t, nil, []string{"E2B_DOMAIN=moat.test"}, node, sdk, "sdk.mjs", url, key)
 
 	checkMetrics(t, url, key)
 	stop()

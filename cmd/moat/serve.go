@@ -41,7 +41,7 @@ that died leaves sandboxes that the next one at the same --state removes.`,
 		o.String(&so.state, "state", "DIR", "/run/moat-serve", "directory for the sandboxes' state")
 		o.Strings(&so.templates, "template", "NAME=ROOTFS", "a template: sandboxes of NAME run on the directory ROOTFS (at least base)")
 		o.Strings(&so.images, "image", "NAME=IMAGE", "a template from podman's image store: sandboxes of NAME run on IMAGE's root file system, mounted with podman image mount while the server runs; its config's Env is the base of every process's environment")
-		o.String(&so.domain, "domain", "DOMAIN", "", "also route requests for Host <port>-<sandbox>.DOMAIN to the sandbox")
+		o.String(&so.domain, "domain", "DOMAIN", "", "also route requests for Host <port>-<sandbox>.DOMAIN to that port of the sandbox")
 		o.Int(&so.pool, "pool", "N", 0, "keep up to N sandboxes of each template booted ahead, handed over at create (as many as the busiest second of the last minute asked for, at least 1)")
 		return func(g *globalOptions, _ []string) error { return serve(g, so) }
 	},

@@ -147,6 +147,8 @@ type Request struct {
 	File *FileOp `json:"file,omitempty"`
 	// Egress is OpEgress's new allowlist.
 	Egress *Egress `json:"egress,omitempty"`
+	// Port is the guest's TCP port OpConnect connects to.
+	Port int `json:"port,omitempty"`
 }
 
 // Egress is a running sandbox's new allowlist (OpEgress): every
@@ -185,6 +187,14 @@ const (
 	// OpEgress replaces the allowlist of a sandbox with a network, for the
 	// connections, datagrams and DNS queries that follow.
 	OpEgress = "egress"
+	// OpConnect connects to a TCP port the guest listens on (on its
+	// loopback, 127.0.0.1 or ::1) from inside the sandbox's network
+	// stack, for a server that passes traffic to the sandbox's ports
+	// (moat serve's getHost URLs) without a host port. The request brings
+	// one end of a host stream socket; once the sentry answers without an
+	// error, the bytes of that socket are the connection's until either
+	// side closes.
+	OpConnect = "connect"
 )
 
 // Exec is a process for OpExec. Its descriptors travel with the request:

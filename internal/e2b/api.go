@@ -45,20 +45,23 @@ type newSandboxRequest struct {
 // sandboxJSON is the Sandbox, SandboxDetail and ListedSandbox of E2B's
 // API: one shape with the fields each needs.
 type sandboxJSON struct {
-	TemplateID      string            `json:"templateID"`
-	SandboxID       string            `json:"sandboxID"`
-	ClientID        string            `json:"clientID"`
-	Alias           string            `json:"alias,omitempty"`
-	EnvdVersion     string            `json:"envdVersion"`
-	EnvdAccessToken string            `json:"envdAccessToken,omitempty"`
-	Domain          *string           `json:"domain"`
-	StartedAt       *time.Time        `json:"startedAt,omitempty"`
-	EndAt           *time.Time        `json:"endAt,omitempty"`
-	CPUCount        int               `json:"cpuCount,omitempty"`
-	MemoryMB        int               `json:"memoryMB,omitempty"`
-	DiskSizeMB      int               `json:"diskSizeMB,omitempty"`
-	Metadata        map[string]string `json:"metadata,omitempty"`
-	State           string            `json:"state,omitempty"`
+	TemplateID      string `json:"templateID"`
+	SandboxID       string `json:"sandboxID"`
+	ClientID        string `json:"clientID"`
+	Alias           string `json:"alias,omitempty"`
+	EnvdVersion     string `json:"envdVersion"`
+	EnvdAccessToken string `json:"envdAccessToken,omitempty"`
+	// TrafficAccessToken is what requests to the sandbox's ports must
+	// carry (ports.go), when it was created without public traffic.
+	TrafficAccessToken string            `json:"trafficAccessToken,omitempty"`
+	Domain             *string           `json:"domain"`
+	StartedAt          *time.Time        `json:"startedAt,omitempty"`
+	EndAt              *time.Time        `json:"endAt,omitempty"`
+	CPUCount           int               `json:"cpuCount,omitempty"`
+	MemoryMB           int               `json:"memoryMB,omitempty"`
+	DiskSizeMB         int               `json:"diskSizeMB,omitempty"`
+	Metadata           map[string]string `json:"metadata,omitempty"`
+	State              string            `json:"state,omitempty"`
 }
 
 // clientID is what every sandbox's clientID says: E2B's API names the
@@ -211,7 +214,8 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "template %q not found", req.TemplateID)
 		return
 	}
-	sb, refill, err := s.boot(req.TemplateID, rootfs, network, req.Metadata, req.EnvVars, time.Duration(timeout)*time.Second)
+	n, _ := decodeNetwork(req.Network) // sandboxEgress has read it
+	sb, refill, err := s.boot(req.TemplateID, rootfs, network, sandboxIngress(n), req.Metadata, req.EnvVars, time.Duration(timeout)*time.Second)
 	if err != nil {
 		apiError(w, http.StatusInternalServerError, "creating the sandbox: %v", err)
 		return
@@ -234,7 +238,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 // have loopback alone: one with another network is booted for its
 // request) is replaced once refill is called, which must be, also when
 // boot fails.
-func (s *Server) boot(template, rootfs string, network egress, metadata, env map[string]string, timeout time.Duration) (_ *sandbox, refill func(), _ error) {
+func (s *Server) boot(template, rootfs string, network egress, in ingress, metadata, env map[string]string, timeout time.Duration) (_ *sandbox, refill func(), _ error) {
 	refill = func() {}
 	s.creating.Add(1)
 	defer s.creating.Done()
@@ -264,7 +268,7 @@ func (s *Server) boot(template, rootfs string, network egress, metadata, env map
 	id := inst.id
 	sb := &sandbox{id: id, templateID: template, rootfs: rootfs, token: randomToken(),
 		metadata: metadata, envVars: env, imageEnv: s.cfg.TemplateEnv[template], startedAt: time.Now().UTC(), inst: inst,
-		created: network, procs: make(map[uint32]*process)}
+		created: network, ingress: in, procs: make(map[uint32]*process)}
 	sb.allowlisted.Store(network.user && network.allow != nil)
 	if sb.metadata == nil {
 		sb.metadata = map[string]string{}
@@ -301,6 +305,7 @@ func (s *Server) describe(sb *sandbox, token bool) sandboxJSON {
 		StartedAt: &started, EndAt: &endAt, CPUCount: 1, MemoryMB: 512, Metadata: sb.metadata, State: state}
 	if token {
 		j.EnvdAccessToken = sb.token
+		j.TrafficAccessToken = sb.ingress.token
 	}
 	return j
 }

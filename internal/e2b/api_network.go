@@ -51,6 +51,20 @@ func (e egress) String() string {
 	return "allowlist " + strings.Join(e.allow, ",")
 }
 
+// decodeNetwork reads a create's network; absent or null is the zero
+// value.
+func decodeNetwork(raw json.RawMessage) (sandboxNetwork, error) {
+	var n sandboxNetwork
+	if len(raw) > 0 && string(raw) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&n); err != nil {
+			return sandboxNetwork{}, err
+		}
+	}
+	return n, nil
+}
+
 // sandboxEgress maps a create's allow_internet_access and network onto
 // moat's network, or says why it cannot (a 400).
 //
@@ -74,19 +88,9 @@ func (e egress) String() string {
 // allowOut's entries are dev.moat.net-allow's: E2B's addresses, CIDRs,
 // names and *.names, and moat's ADDR:PORT, NAME:PORT too.
 func sandboxEgress(allowInternet *bool, raw json.RawMessage) (egress, string) {
-	var n sandboxNetwork
-	if len(raw) > 0 && string(raw) != "null" {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&n); err != nil {
-			return egress{}, "network: " + err.Error()
-		}
-	}
-	switch {
-	case n.AllowPublicTraffic != nil && *n.AllowPublicTraffic:
-		return egress{}, "network.allowPublicTraffic: moat serve routes no sandbox port but envd's"
-	case n.MaskRequestHost != nil:
-		return egress{}, "network.maskRequestHost: moat serve routes no sandbox port but envd's"
+	n, err := decodeNetwork(raw)
+	if err != nil {
+		return egress{}, "network: " + err.Error()
 	}
 	denyAll := allowInternet == nil || !*allowInternet
 	for _, d := range n.DenyOut {

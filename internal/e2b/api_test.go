@@ -328,8 +328,6 @@ func TestE2BNetworksMoatCannotHonourAreRefusedNamingTheField(t *testing.T) {
 		{nil, `{"allowOut":["bad name!"]}`, `network.allowOut: "bad name!": not a domain name`},
 		{nil, `{"allowOut":[""]}`, "network.allowOut: an empty entry"},
 		{nil, `{"allowOut":["1.1.1.1:99999"]}`, `network.allowOut: "1.1.1.1:99999"`},
-		{nil, `{"allowPublicTraffic":true}`, "network.allowPublicTraffic"},
-		{nil, `{"maskRequestHost":"x:${PORT}"}`, "network.maskRequestHost"},
 		{nil, `{"egressProxy":{"address":"p:1"}}`, `unknown field "egressProxy"`}, // refused, not ignored
 		{nil, `{"rules":{}}`, `unknown field "rules"`},
 		{nil, `[1]`, "network: "},

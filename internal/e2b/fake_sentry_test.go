@@ -1,6 +1,7 @@
 package e2b
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -31,6 +32,9 @@ type fakeSentry struct {
 	// started (ENOSPC).
 	failWrite map[string]syscall.Errno
 	requests  []control.Request
+	// ports are the guest's listening TCP ports: where an OpConnect to
+	// each is joined (a listener of the test's).
+	ports map[int]string
 }
 
 type fakeFile struct {
@@ -45,7 +49,7 @@ type fakeFile struct {
 func newFakeSandbox(t *testing.T) (*sandbox, *fakeSentry) {
 	t.Helper()
 	f := &fakeSentry{files: map[string]*fakeFile{"/": {mode: syscall.S_IFDIR | 0o755}},
-		fail: map[string]syscall.Errno{}, failWrite: map[string]syscall.Errno{}}
+		fail: map[string]syscall.Errno{}, failWrite: map[string]syscall.Errno{}, ports: map[int]string{}}
 	dir := t.TempDir()
 	l, err := net.Listen("unix", filepath.Join(dir, state.ControlSocketName))
 	if err != nil {
@@ -133,6 +137,10 @@ func (f *fakeSentry) serve(conn *control.Conn) {
 		f.requests = append(f.requests, req)
 		f.mu.Unlock()
 		conn.Send(control.Response{})
+		return
+	}
+	if err == nil && req.Op == control.OpConnect {
+		f.connect(conn, req, files)
 		return
 	}
 	if err != nil || req.File == nil {
@@ -290,4 +298,35 @@ func (f *fakeSentry) stream(conn *control.Conn, req control.Request, data *os.Fi
 	f.files[p] = &fakeFile{mode: syscall.S_IFREG | req.File.Mode, uid: req.File.User.UID, gid: req.File.User.GID, data: got}
 	f.mu.Unlock()
 	conn.Send(control.Response{})
+}
+
+// connect joins the socket an OpConnect brings to the test's listener for
+// the port, as the sentry joins it to a connection inside the sandbox.
+func (f *fakeSentry) connect(conn *control.Conn, req control.Request, files []*os.File) {
+	for _, h := range files[1:] {
+		h.Close()
+	}
+	f.mu.Lock()
+	addr, ok := f.ports[req.Port]
+	f.mu.Unlock()
+	if len(files) == 0 || !ok {
+		conn.Send(control.Response{Error: fmt.Sprintf("connect to port %d of the sandbox: connection refused", req.Port)})
+		return
+	}
+	host := files[0]
+	guest, err := net.Dial("tcp", addr)
+	if err != nil {
+		host.Close()
+		conn.Send(control.Response{Error: err.Error()})
+		return
+	}
+	conn.Send(control.Response{})
+	go func() {
+		go func() {
+			io.Copy(guest, host)
+			guest.Close()
+		}()
+		io.Copy(host, guest)
+		host.Close()
+	}()
 }

@@ -184,9 +184,10 @@ func (inst *instance) dial() (*control.Conn, error) {
 	return control.Dial(fmt.Sprintf("/proc/self/fd/%d/%s", inst.dir.Fd(), state.ControlSocketName), execFirstAnswer)
 }
 
-// call sends req to the sandbox's sentry and returns its answer, waiting
-// at most statsTimeout (its sentry answers at once, or has died).
-func (inst *instance) call(ctx context.Context, req control.Request) (control.Response, error) {
+// call sends req, with files, to the sandbox's sentry and returns its
+// answer, waiting at most statsTimeout (its sentry answers at once, or
+// has died).
+func (inst *instance) call(ctx context.Context, req control.Request, files ...*os.File) (control.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
 	defer cancel()
 	conn, err := inst.dial()
@@ -196,7 +197,7 @@ func (inst *instance) call(ctx context.Context, req control.Request) (control.Re
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
-	if err := conn.Send(req); err != nil {
+	if err := conn.Send(req, files...); err != nil {
 		return control.Response{}, err
 	}
 	resp, err := receive(ctx, conn, req.Op)

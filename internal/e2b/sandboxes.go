@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -35,6 +36,8 @@ type sandbox struct {
 	// had an allowlist, whose refusals the metrics count.
 	created     egress
 	allowlisted atomic.Bool
+	// ingress is how its ports are reached (ports.go).
+	ingress ingress
 
 	// transition serialises pausing and resuming (api_pause.go).
 	transition sync.Mutex
@@ -48,6 +51,7 @@ type sandbox struct {
 	procs     map[uint32]*process
 	watchers  map[string]*watcher
 	dead      bool
+	ports     *http.Transport // to its ports, made at first use (ports.go)
 
 	names namesCache // of the sandbox's /etc/passwd and /etc/group
 }

@@ -197,6 +197,7 @@ func (s *Server) kill(id, reason string) bool {
 		sb.timer.Stop()
 	}
 	sb.mu.Unlock()
+	sb.closePorts()
 	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
 	s.metrics.killed(sb.egressDenied(ctx))
 	cancel()
@@ -232,7 +233,7 @@ func (h *envdHandler) serve(w http.ResponseWriter, r *http.Request, id string, p
 		return
 	}
 	if port != envdPort {
-		envdError(w, http.StatusBadGateway, "port %d of sandbox %s: moat serve reaches envd's port (%d) only", port, id, envdPort)
+		h.s.proxyPort(w, r, sb, port)
 		return
 	}
 	if r.URL.Path == "/health" {

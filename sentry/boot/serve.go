@@ -68,6 +68,9 @@ func (s *Sandbox) handle(uc *net.UnixConn, execs *sync.WaitGroup) {
 	case control.OpRead, control.OpWrite:
 		s.serveFileIO(conn, req, files)
 		return
+	case control.OpConnect:
+		s.serveConnect(conn, req, files)
+		return
 	}
 	defer conn.Close()
 	for _, f := range files {

@@ -4,6 +4,7 @@
 // the server; the test that runs this sets them.
 import { Sandbox, CommandExitError, NotFoundError, AuthenticationError } from 'e2b'
 import { randomBytes } from 'node:crypto'
+import http from 'node:http'
 
 import { check, eq, throws, sha256, finish } from './checks.mjs'
 
@@ -158,6 +159,35 @@ except OSError as e:
     print("refused", e.errno)
 '`)
 check('the sandbox cannot reach moat serve', dial.stdout.startsWith('refused'), dial.stdout)
+
+// A port the sandbox listens on is reached through the server, as E2B's
+// proxy reaches it: getHost(port)'s name as the Host (the server runs
+// with --domain moat.test), or E2B_SANDBOX_URL with the sandbox's id and
+// the port in headers. The server's own port stays unreachable from the
+// sandbox (above): the server connects inside the sandbox's network.
+await sbx.files.write('/tmp/www/index.html', 'served from the sandbox\n')
+const web = await sbx.commands.run('cd /tmp/www && exec python3 -m http.server 8000 --bind 127.0.0.1', { background: true })
+const host = sbx.getHost(8000)
+eq('getHost names the port and the sandbox', host, `8000-${sbx.sandboxId}.moat.test`)
+const viaHost = (name, path) => new Promise((resolve, reject) => {
+  http.get({ host: '127.0.0.1', port, path, headers: { Host: name } }, (res) => {
+    let body = ''
+    res.setEncoding('utf8')
+    res.on('data', (d) => { body += d })
+    res.on('end', () => resolve({ status: res.statusCode, body }))
+  }).on('error', reject)
+})
+let page = await viaHost(host, '/index.html')
+for (let i = 0; i < 100 && page.status !== 200; i++) {
+  await new Promise((res) => setTimeout(res, 100)) // until http.server listens
+  page = await viaHost(host, '/index.html')
+}
+eq('a page the sandbox serves comes through getHost', page.body, 'served from the sandbox\n')
+const viaHeaders = await fetch(`${process.env.E2B_SANDBOX_URL}/index.html`,
+  { headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8000' } })
+eq('and through E2B_SANDBOX_URL', await viaHeaders.text(), 'served from the sandbox\n')
+eq('a port nothing listens on answers 502', (await viaHost(sbx.getHost(8001), '/')).status, 502)
+await web.kill()
 
 // A second sandbox sees none of the first's files or processes.
 const marker = await sbx.commands.run('sleep 4321', { background: true })
