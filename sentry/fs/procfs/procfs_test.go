@@ -49,9 +49,10 @@ func readProc(t *testing.T, g *fake.Guest, name string) string {
 	return readProcs(t, g, name)[0]
 }
 
-// readProcs reads several /proc files opened one after the other with no
-// allocation between them: each file's content is made at open, and the
-// guest's own mmaps would change the memory figures of the next.
+// readProcs reads several /proc files one after the other with no
+// allocation between them: each file's content is made when read, and the
+// guest's own mmaps, or first touches of the buffer, would change the
+// memory figures of the next.
 func readProcs(t *testing.T, g *fake.Guest, names ...string) []string {
 	t.Helper()
 	at := unix.AT_FDCWD
@@ -60,6 +61,7 @@ func readProcs(t *testing.T, g *fake.Guest, names ...string) []string {
 		paths[i] = g.CString(name)
 	}
 	buf := g.Alloc(1 << 16)
+	g.Write(buf, make([]byte, 1<<16))
 	fds := make([]uintptr, len(names))
 	for i, name := range names {
 		fd, errno := g.Call(unix.SYS_OPENAT, uintptr(at), paths[i], unix.O_RDONLY)
@@ -505,5 +507,54 @@ func TestProcSelfIsTheReadersOwnPid(t *testing.T) {
 			}
 		})
 		g.Wait(child, 0)
+	})
+}
+
+// A /proc file's content is generated anew at a read from offset 0 (pread
+// or after lseek), as Linux's seq_file does, and kept while a reader goes
+// on where its last read ended, so that a file read in pieces is whole.
+func TestProcFileRereadAtOffsetZeroSeesNewContent(t *testing.T) {
+	s := sandbox(t)
+	runIn(t, s, kerneltest.Init{}, func(g *fake.Guest) {
+		if _, errno := writeProc(g, "/proc/self/comm", "before"); errno != 0 {
+			t.Fatalf("write comm: %v", errno)
+		}
+		at := unix.AT_FDCWD
+		fd, errno := g.Call(unix.SYS_OPENAT, uintptr(at), g.CString("/proc/self/comm"), unix.O_RDONLY)
+		if errno != 0 {
+			t.Fatalf("open comm: %v", errno)
+		}
+		defer g.Call(unix.SYS_CLOSE, fd)
+		buf := g.Alloc(64)
+		read := func(nr, count, off uintptr) string {
+			n, errno := g.Call(nr, fd, buf, count, off)
+			if errno != 0 {
+				t.Fatalf("read comm: %v", errno)
+			}
+			b := make([]byte, n)
+			g.Read(buf, b)
+			return string(b)
+		}
+		if got := read(unix.SYS_READ, 3, 0); got != "bef" {
+			t.Errorf("first read = %q, want \"bef\"", got)
+		}
+		if _, errno := writeProc(g, "/proc/self/comm", "after"); errno != 0 {
+			t.Fatalf("write comm: %v", errno)
+		}
+		if got := read(unix.SYS_READ, 64, 0); got != "ore\n" {
+			t.Errorf("read on from offset 3 = %q, want the rest of the first content \"ore\\n\"", got)
+		}
+		if got := read(unix.SYS_PREAD64, 64, 0); got != "after\n" {
+			t.Errorf("pread at 0 = %q, want the new content \"after\\n\"", got)
+		}
+		if _, errno := writeProc(g, "/proc/self/comm", "again"); errno != 0 {
+			t.Fatalf("write comm: %v", errno)
+		}
+		if _, errno := g.Call(unix.SYS_LSEEK, fd, 0, unix.SEEK_SET); errno != 0 {
+			t.Fatalf("lseek: %v", errno)
+		}
+		if got := read(unix.SYS_READ, 64, 0); got != "again\n" {
+			t.Errorf("read after lseek to 0 = %q, want \"again\\n\"", got)
+		}
 	})
 }

@@ -133,8 +133,23 @@ func formatMeminfo(lines []meminfoLine) []byte {
 
 // cpuTimes is the sandbox's CPU time in clock ticks: user and system time
 // of its processes (living, and the reaped ones their parents account
-// for), and the rest of every CPU's time since boot as idle.
+// for), and the rest of every CPU's time since boot as idle. Each figure
+// is a counter that never goes back, as Linux's per-CPU counters do: a
+// task's CPU time is accounted in steps, and a process whose usage nobody
+// reaps leaves the sum, so each is held at the highest value shown.
 func (f *fs) cpuTimes() (user, sys, idle int64) {
+	user, sys, idle = f.cpuEstimate()
+	f.timesMu.Lock()
+	defer f.timesMu.Unlock()
+	f.shownUser = max(f.shownUser, user)
+	f.shownSys = max(f.shownSys, sys)
+	f.shownIdle = max(f.shownIdle, idle)
+	return f.shownUser, f.shownSys, f.shownIdle
+}
+
+// cpuEstimate is cpuTimes's figures as the sandbox's processes give them
+// at this moment.
+func (f *fs) cpuEstimate() (user, sys, idle int64) {
 	var u, s time.Duration
 	for _, tg := range f.k.ThreadGroups() {
 		tu, ts := tg.CPUTime()
@@ -178,9 +193,10 @@ func btoi(b bool) int64 {
 // uptime is /proc/uptime: seconds since boot, and the idle time summed
 // over the CPUs (the idle of /proc/stat).
 func (f *fs) uptime() ([]byte, error) {
-	up := f.k.Uptime() + time.Second
+	up := ticks(f.k.Uptime() + time.Second)
 	_, _, idle := f.cpuTimes()
-	return []byte(fmt.Sprintf("%.2f %.2f\n", up.Seconds(), float64(idle)/linuxabi.USER_HZ)), nil
+	// Hundredths cut, not rounded, as Linux prints them.
+	return []byte(fmt.Sprintf("%d.%02d %d.%02d\n", up/100, up%100, idle/100, idle%100)), nil
 }
 
 // loadavg is /proc/loadavg: the sentry keeps no load averages (zero), the

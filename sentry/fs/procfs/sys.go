@@ -123,7 +123,7 @@ func (f *fs) utsName(path string, host bool) *node {
 		if flags&unix.O_ACCMODE != unix.O_RDONLY && n.write == nil {
 			return nil, unix.EACCES
 		}
-		return &snapshot{node: n, data: []byte(names(t) + "\n")}, nil
+		return newSnapshot(n, func() ([]byte, error) { return []byte(names(t) + "\n"), nil })
 	}
 	return n
 }
