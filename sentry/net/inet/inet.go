@@ -56,6 +56,10 @@ type sock struct {
 	// sndbufLocked: the program set SO_SNDBUF; sndbufSized: the
 	// established connection's send buffer was sized (sndbuf.go).
 	sndbufLocked, sndbufSized atomic.Bool
+
+	// inq: TCP_INQ is on, and each recvmsg(2) says in a TCP_CM_INQ
+	// control message how much is left to read (io.go).
+	inq atomic.Bool
 }
 
 // New returns a socket for socket(2) in family AF_INET or AF_INET6.
@@ -240,15 +244,26 @@ func (s *sock) Bind(t *kernel.Task, addr []byte) error {
 	if fa.Port != 0 && fa.Port < 1024 && !t.HasCap(unix.CAP_NET_BIND_SERVICE) {
 		return unix.EACCES
 	}
+	if s.listenerInTheWay(fa.Addr, fa.Port) {
+		return unix.EADDRINUSE
+	}
 	return netstack.Error(s.ep.Bind(fa))
 }
 
-// Listen implements socket.Socket.
+// Listen implements socket.Socket. Linux's accept queue is full only
+// when it holds more than the backlog (sk_acceptq_is_full), so listen(fd,
+// 0) still takes one connection; netstack's is full at the backlog, and
+// refused every SYN with 0: it is given one more.
 func (s *sock) Listen(t *kernel.Task, backlog int) error {
 	if s.typ != unix.SOCK_STREAM {
 		return unix.EOPNOTSUPP
 	}
-	return netstack.Error(s.ep.Listen(backlog))
+	if tcpState(s.ep) != stListen {
+		if local, terr := s.ep.GetLocalAddress(); terr == nil && s.listenerInTheWay(local.Addr, local.Port) {
+			return unix.EADDRINUSE
+		}
+	}
+	return netstack.Error(s.ep.Listen(backlog + 1))
 }
 
 // Accept implements socket.Socket.
@@ -264,6 +279,7 @@ func (s *sock) Accept(t *kernel.Task, nonblock bool) (socket.Socket, error) {
 			ep.SocketOptions().SetDelayOption(s.ep.SocketOptions().GetDelayOption())
 			ns := newSock(t, s.st, s.family, s.typ, s.proto, ep, wq)
 			ns.inheritSendBuffer(s)
+			ns.inq.Store(s.inq.Load())
 			ns.sizeSendBuffer()
 			return ns, nil
 		}
@@ -317,8 +333,12 @@ func (s *sock) Connect(t *kernel.Task, addr []byte, nonblock bool) error {
 	if err != nil {
 		return err
 	}
+	fa = s.anyMeansLoopback(fa)
 	if err := s.refuse(fa); err != nil {
 		return err
+	}
+	if s.tupleTaken(fa) {
+		return unix.EADDRNOTAVAIL
 	}
 	terr := s.ep.Connect(fa)
 	if _, started := terr.(*tcpip.ErrConnectStarted); !started {

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 
 	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/kernel"
@@ -117,6 +118,11 @@ func (s *sock) send(t *kernel.Task, src *vfs.IOSeq, m *socket.SendMessage) (int,
 	if m.Flags&unix.MSG_OOB != 0 && s.typ != unix.SOCK_STREAM {
 		return 0, unix.EOPNOTSUPP
 	}
+	if m.Flags&unix.MSG_FASTOPEN != 0 && s.typ == unix.SOCK_STREAM {
+		if err := s.fastOpen(t, m); err != nil {
+			return 0, err
+		}
+	}
 	s.sizeSendBuffer()
 	opts := tcpip.WriteOptions{More: m.Flags&unix.MSG_MORE != 0, EndOfRecord: m.Flags&unix.MSG_EOR != 0}
 	if m.To != nil && s.typ != unix.SOCK_STREAM {
@@ -124,6 +130,7 @@ func (s *sock) send(t *kernel.Task, src *vfs.IOSeq, m *socket.SendMessage) (int,
 		if err != nil {
 			return 0, err
 		}
+		fa = s.anyMeansLoopback(fa)
 		opts.To = &fa
 	}
 	if err := s.sendControl(m.Control, &opts); err != nil {
@@ -178,6 +185,27 @@ func (s *sock) send(t *kernel.Task, src *vfs.IOSeq, m *socket.SendMessage) (int,
 	}
 }
 
+// fastOpen is a sendto(2) with MSG_FASTOPEN on a TCP socket: it connects
+// to the address given, as connect(2) would, and the data then goes as
+// on any connection. Linux's tcp_sendmsg_fastopen puts the data in the
+// SYN when it has a cookie for the server; netstack has no TCP Fast
+// Open, so the data follows the handshake, which a program cannot tell
+// from a first connection without a cookie. AF_UNSPEC is EOPNOTSUPP, a
+// connected socket EISCONN, no address EINVAL, a non-blocking socket's
+// connection under way EINPROGRESS, as on Linux.
+func (s *sock) fastOpen(t *kernel.Task, m *socket.SendMessage) error {
+	if len(m.To) >= 2 && m.To[0] == unix.AF_UNSPEC && m.To[1] == 0 {
+		return unix.EOPNOTSUPP
+	}
+	if _, terr := s.ep.GetRemoteAddress(); terr == nil {
+		return unix.EISCONN
+	}
+	if t == nil {
+		return unix.EOPNOTSUPP
+	}
+	return s.Connect(t, m.To, m.Flags&unix.MSG_DONTWAIT != 0)
+}
+
 // sendControl applies the control messages of sendmsg (IP_TTL, IP_TOS,
 // IPV6_HOPLIMIT, IPV6_TCLASS); SCM_RIGHTS and other SOL_SOCKET ones are
 // EINVAL on an IP socket.
@@ -204,8 +232,23 @@ func (s *sock) sendControl(cms []socket.Cmsg, opts *tcpip.WriteOptions) error {
 	return nil
 }
 
-// RecvMsg implements socket.Socket.
+// RecvMsg implements socket.Socket. With TCP_INQ a stream's receive
+// ends with a TCP_CM_INQ control message, the bytes still queued (1 when
+// none are and the peer has sent its FIN, so that the reader knows to
+// read once more for the end), as tcp_recvmsg's tcp_inq_hint gives it.
 func (s *sock) RecvMsg(t *kernel.Task, dst *vfs.IOSeq, m *socket.RecvMessage) (int, error) {
+	n, err := s.recv(t, dst, m)
+	if err == nil && s.typ == unix.SOCK_STREAM && s.inq.Load() {
+		q, _ := s.ep.GetSockOptInt(tcpip.ReceiveQueueSizeOption)
+		if st := tcp.EndpointState(s.ep.State()); q == 0 && st != tcp.StateEstablished && st != tcp.StateFinWait1 && st != tcp.StateFinWait2 {
+			q = 1
+		}
+		m.Control.Cmsgs = append(m.Control.Cmsgs, socket.Cmsg{Level: unix.SOL_TCP, Type: unix.TCP_CM_INQ, Data: socket.PutInt32(int32(q))})
+	}
+	return n, err
+}
+
+func (s *sock) recv(t *kernel.Task, dst *vfs.IOSeq, m *socket.RecvMessage) (int, error) {
 	if m.Flags&unix.MSG_ERRQUEUE != 0 {
 		return 0, unix.EAGAIN
 	}

@@ -181,6 +181,8 @@ func (s *sock) getTCP(name, size int) ([]byte, error) {
 		return b[:min(len(b), max(size, 0))], nil
 	case unix.TCP_INFO:
 		return s.tcpInfo(), nil
+	case unix.TCP_INQ:
+		return socket.PutBool(s.inq.Load()), nil
 	case unix.TCP_FASTOPEN, unix.TCP_FASTOPEN_CONNECT, unix.TCP_THIN_LINEAR_TIMEOUTS, unix.TCP_NOTSENT_LOWAT:
 		return socket.PutInt32(0), nil
 	}
@@ -555,6 +557,11 @@ func (s *sock) setTCP(name int, val []byte) error {
 		return secs(&o)
 	case unix.TCP_FASTOPEN, unix.TCP_FASTOPEN_CONNECT, unix.TCP_THIN_LINEAR_TIMEOUTS, unix.TCP_NOTSENT_LOWAT:
 		return nil
+	case unix.TCP_INQ:
+		if v < 0 || v > 1 {
+			return unix.EINVAL
+		}
+		s.inq.Store(v == 1)
 	default:
 		return unix.ENOPROTOOPT
 	}
