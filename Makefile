@@ -44,8 +44,9 @@ RUNTIME ?= moat
 # static conformance programs and workloads, binutils assembles the stub,
 # busybox-static fills test root file systems, runc is the reference;
 # python3 and git are what the demo's and the tests' `moat sandbox` tool
-# calls run from the host's own root.
-DEB_PACKAGES := gcc libc6-dev binutils busybox-static runc python3 git
+# calls run from the host's own root, and python3-pytest what the bench's
+# pytest workload runs there (its project's unit test runs it too).
+DEB_PACKAGES := gcc libc6-dev binutils busybox-static runc python3 git python3-pytest
 
 .PHONY: all build deps unit race race-integration test demo conformance docs clean engines oci-validation
 

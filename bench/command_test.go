@@ -57,3 +57,13 @@ func TestACommandRuntimeRunsTheArgvAfterItsOwnCommandLine(t *testing.T) {
 		t.Errorf("command line %q in %s, want %q in /tmp/s", cmd.Args, cmd.Dir, want)
 	}
 }
+
+func TestACommandRuntimeStartsBelowItsScratchWhereAContainerStartsBelowData(t *testing.T) {
+	in := &instance{Runtime: Runtime{Name: "bwrap", Kind: KindCommand}, command: "/usr/bin/bwrap", scratch: "/tmp/s"}
+	for cwd, want := range map[string]string{"/data/repo": "/tmp/s/repo", "/data": "/tmp/s", "/": "/tmp/s", "/database": "/tmp/s"} {
+		cmd := in.commandLine(&specs.Spec{Process: &specs.Process{Args: []string{"/bin/true"}, Cwd: cwd}})
+		if cmd.Dir != want {
+			t.Errorf("container cwd %s: command runs in %s, want %s", cwd, cmd.Dir, want)
+		}
+	}
+}

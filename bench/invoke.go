@@ -79,10 +79,16 @@ func (in *instance) nativeCommand(spec *specs.Spec) *exec.Cmd {
 }
 
 // commandLine is the process that runs spec's argv under a command
-// runtime, on the host's root, in the runtime's scratch directory.
+// runtime, on the host's root, in the runtime's scratch directory, which
+// stands for the containers' /data: a working directory below /data is
+// the same path below scratch.
 func (in *instance) commandLine(spec *specs.Spec) *exec.Cmd {
 	args := append(append([]string{in.command}, in.Flags()...), spec.Process.Args...)
-	return &exec.Cmd{Path: in.command, Args: args, Env: spec.Process.Env, Dir: in.scratch}
+	dir := in.scratch
+	if rel, err := filepath.Rel(dataDir, spec.Process.Cwd); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+		dir = filepath.Join(in.scratch, rel)
+	}
+	return &exec.Cmd{Path: in.command, Args: args, Env: spec.Process.Env, Dir: dir}
 }
 
 // forceDelete kills and deletes container id if it exists. Its failure is

@@ -257,6 +257,19 @@ func (s *session) measure(ctx context.Context, w Workload, p plan, runtimes []Ru
 		containerArgv = Hold
 	}
 	spec := newSpec(containerArgv, s.data, w.WritableRoot)
+	dirs := []string{s.data}
+	for _, in := range s.instances {
+		if in != nil && in.Kind == KindCommand {
+			dirs = append(dirs, in.scratch)
+		}
+	}
+	cwd, err := makeProjects(ctx, w, dirs)
+	if err != nil {
+		return wr, err
+	}
+	if cwd != "" {
+		spec.Process.Cwd = cwd
+	}
 	if err := ocirun.WriteSpec(s.bundle, spec); err != nil {
 		return wr, err
 	}

@@ -72,6 +72,10 @@ type Workload struct {
 	// Needs are the paths the workload needs in the rootfs besides its
 	// Program; it is skipped, with the first one missing, when a rootfs lacks them.
 	Needs []string
+	// Project, for a Wall workload, names the working tree it runs in
+	// (project.go): made once per session, the containers' working
+	// directory.
+	Project string
 }
 
 // Workloads is every workload moat-bench knows, in report order.
@@ -138,6 +142,18 @@ var Workloads = []Workload{
 		Name: "python3-pass", Kind: Wall, Unit: "ms",
 		What: "whole-container run of python3 -c pass: interpreter start-up, hundreds of file opens and mmaps",
 		Argv: []string{"/usr/bin/python3", "-c", "pass"}, Needs: []string{"/usr/bin/python3"},
+	},
+	{
+		Name: "git-status", Kind: Wall, Unit: "ms",
+		What: fmt.Sprintf("whole-container run of git status in a clean %d-file repository: an agent's look at its checkout", repoDirs*repoFilesPer),
+		Argv: []string{"/usr/bin/git", "status"}, Needs: []string{"/usr/bin/git"}, Project: "repo",
+	},
+	{
+		Name: "pytest", Kind: Wall, Unit: "ms",
+		What: fmt.Sprintf("whole-container run of python3 -m pytest -q on a small project (%d modules, %d tests): collection, imports, assertion rewriting",
+			pytestModules, pytestModules*(pytestCases+1)),
+		Argv: []string{"/usr/bin/python3", "-m", "pytest", "-q"}, Needs: []string{"/usr/bin/python3", "/usr/lib/python3/dist-packages/pytest/__init__.py"},
+		Project: "pytest",
 	},
 	{
 		Name: "e2b-create", Kind: Serve, Unit: "ms",
