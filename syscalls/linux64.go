@@ -249,7 +249,7 @@ var table = [...]Entry{
 	200: full("tkill", Tkill),
 	201: full("time", Time),
 	202: partial("futex", Futex, "the priority-inheritance operations answer ENOSYS"),
-	203: partial("sched_setaffinity", SchedSetaffinity, "the mask is kept and reported, cut to the sandbox's CPUs; the host may run the thread on any of them"),
+	203: partial("sched_setaffinity", SchedSetaffinity, "the mask is kept and reported, cut to the sandbox's CPUs; the host may run the thread on any of them, and getcpu names the mask's lowest CPU"),
 	204: full("sched_getaffinity", SchedGetaffinity),
 	205: byDesign("set_thread_area", unix.ENOSYS, "32-bit TLS segments: guests run 64-bit code, which sets its TLS with arch_prctl"),
 	206: partial("io_setup", IoSetup, noteAIO),

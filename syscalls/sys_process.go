@@ -208,12 +208,14 @@ func SchedYield(*kernel.Task, *arch.SyscallArgs) (uintptr, error) {
 	return 0, nil
 }
 
-// Getcpu implements Linux syscall getcpu(2); the sandbox reports CPU 0 on
-// node 0, since a guest thread may move at any moment anyway.
+// Getcpu implements Linux syscall getcpu(2): the task's CPU
+// (kernel.Task.CPU, one its affinity allows) on node 0, the sandbox's only
+// NUMA node.
 func Getcpu(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
+	vals := [2]uint32{uint32(t.CPU()), 0}
 	for i := 0; i < 2; i++ {
 		if a[i] != 0 {
-			if err := copyOutU32(t, a.Ptr(i), 0); err != nil {
+			if err := copyOutU32(t, a.Ptr(i), vals[i]); err != nil {
 				return 0, err
 			}
 		}

@@ -54,10 +54,10 @@ const (
 	mcTrapno       = ucMcontext + 20*8
 	siCode         = 8
 	siAddr         = 16
-	siSyscall      = 24
 	siSize         = 128
 	sysSeccomp     = 1 // si_code of a seccomp SIGSYS
 	pfWrite        = 1 << 1
+	pfUser         = 1 << 2
 	pfInstruction  = 1 << 4
 	cloneThreadFlg = unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND |
 		unix.CLONE_THREAD | unix.CLONE_SYSVSEM | unix.CLONE_CHILD_SETTID | unix.CLONE_CHILD_CLEARTID
@@ -341,7 +341,13 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 	code := *(*int32)(unsafe.Add(si, siCode))
 	switch {
 	case signo == int32(unix.SIGSYS) && code == sysSeccomp:
-		regs.OrigRax = uint64(*(*int32)(unsafe.Add(si, siSyscall)))
+		if call := *(*uint64)(unsafe.Add(si, siAddr)); call&^(vsyscallSize-1) == vsyscallVA {
+			return vsyscallFault(regs, call, times), nil
+		}
+		// The seccomp trap rolled rax back to the whole number the guest
+		// passed (si_syscall has only its low 32 bits), as Linux's
+		// orig_rax keeps it.
+		regs.OrigRax = regs.Rax
 		times.Kind = platform.EventSyscall
 		return times, nil
 	case signo == int32(kickSignal):
@@ -367,6 +373,35 @@ func (c *threadContext) Switch(regs *arch.Registers) (platform.Event, error) {
 		}
 	}
 	return ev, nil
+}
+
+// The legacy vsyscall page, where a host in vsyscall=xonly or emulate mode
+// emulates a call to gettimeofday, time or getcpu: it runs the seccomp
+// filter, whose trap reports the page's address as si_call_addr, with the
+// return already simulated (rip the caller's, rsp past the return address).
+const (
+	vsyscallVA   = 0xffffffffff600000
+	vsyscallSize = 4096
+)
+
+// vsyscallFault is the event for a guest call into the vsyscall page,
+// which moat does not map (its /proc/self/maps has no [vsyscall] line, as
+// under Linux's vsyscall=none): the instruction fetch at the page faults,
+// as it would on such a kernel, whatever mode the host runs in. The
+// registers are put back as they were at the fetch: rip the entry point
+// and the return address still on the stack.
+func vsyscallFault(regs *arch.Registers, call uint64, times platform.Event) platform.Event {
+	regs.Rip = call
+	regs.Rsp -= 8
+	ev := times
+	ev.Kind = platform.EventFault
+	ev.Signo = int32(unix.SIGSEGV)
+	ev.Code = 1 // SEGV_MAPERR
+	ev.Addr = uintptr(call)
+	ev.Access = platform.ProtExec
+	ev.Trapno = 14                        // #PF
+	ev.ErrorCode = pfUser | pfInstruction // a user-mode fetch from an unmapped page
+	return ev
 }
 
 // The kernel's fpstate: an FXSAVE area whose bytes 464..511 (struct

@@ -232,8 +232,10 @@ func (t *Task) doSyscallTraced() {
 			return // killed at the stop: the call is not made
 		}
 	}
-	if nr := t.regs.OrigRax; !emu && nr != ^uint64(0) {
-		t.callSyscall(uintptr(nr))
+	// A tracer skips the call by making its number -1 (the low 32 bits,
+	// which are what Linux looks at), leaving rax as it set it.
+	if nr := t.regs.OrigRax; !emu && int32(nr) != -1 {
+		t.callSyscall(syscallNr(nr))
 	}
 	f = t.pt.flags.Load()
 	switch {

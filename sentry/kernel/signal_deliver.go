@@ -197,7 +197,7 @@ func (t *Task) finishRestart(handler bool, flags uint64) {
 	// As Linux decides from the registers: a tracer that changed the
 	// result, or the call number to -1, at the system call's exit-stop
 	// has cancelled the restart.
-	if errno == 0 || t.regs.Rax != errnoReturn(errno) || int64(t.regs.OrigRax) < 0 {
+	if errno == 0 || t.regs.Rax != errnoReturn(errno) || int32(t.regs.OrigRax) < 0 {
 		return
 	}
 	restart := !handler || errno == ERESTARTNOINTR || (errno == ERESTARTSYS && flags&linuxabi.SA_RESTART != 0)

@@ -25,7 +25,10 @@ const (
 	ucSigmask      = 296
 	ucontextSize   = 304
 	mcCSGSFS       = 18 * 8 // in the sigcontext, after the 18 general registers
+	mcErr          = 19 * 8
+	mcTrapno       = 20 * 8
 	mcOldmask      = 21 * 8
+	mcCR2          = 22 * 8
 	mcFpstate      = 23 * 8
 	redZone        = 128
 	ucFPXState     = 1 // uc_flags: the fpstate has XSAVE state
@@ -89,6 +92,9 @@ func (t *Task) deliverHandler(info *SigInfo, act SigAction) error {
 	mc := uc[ucMcontext:]
 	copy(mc, unsafe.Slice((*byte)(unsafe.Pointer(regs)), arch.NumSigcontextRegs*8))
 	le.PutUint64(mc[mcCSGSFS:], userCS|userSS<<48)
+	le.PutUint64(mc[mcErr:], t.lastFault.err)
+	le.PutUint64(mc[mcTrapno:], t.lastFault.trapno)
+	le.PutUint64(mc[mcCR2:], t.lastFault.addr)
 	// The frame records the mask sigreturn restores: the one a temporary
 	// mask (rt_sigsuspend, ppoll, pselect6) replaced, if any.
 	blocked := t.SigMask()

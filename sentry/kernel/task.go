@@ -41,6 +41,10 @@ type Task struct {
 	sigMask  uint64
 	pending  sigQueue
 	altStack AltStack // only the task touches it
+	// The CPU's report of the task's last fault (trap number, error code,
+	// address), which every signal frame's sigcontext carries after, as
+	// Linux's thread.trap_nr, error_code and cr2 do. Only the task touches it.
+	lastFault struct{ trapno, err, addr uint64 }
 	// savedMask is restored when a handler returns, after a call that
 	// waited with a temporary mask (rt_sigsuspend, ppoll, pselect6).
 	savedMask     uint64

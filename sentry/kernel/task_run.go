@@ -58,8 +58,14 @@ func (t *Task) doSyscall() {
 		t.doSyscallTraced() // ptrace_stop.go
 		return
 	}
-	t.callSyscall(uintptr(t.regs.OrigRax))
+	t.callSyscall(syscallNr(t.regs.OrigRax))
 }
+
+// syscallNr is the call a number in orig_rax names: its low 32 bits, as
+// Linux's entry code takes them (an int: the high half of rax is ignored,
+// and a tracer that sets it changes nothing); orig_rax keeps all 64.
+// Numbers past the table, the x32 bit's among them, answer ENOSYS.
+func syscallNr(orig uint64) uintptr { return uintptr(uint32(orig)) }
 
 // callSyscall runs system call nr with the arguments in the registers and
 // puts its result in rax, noting a restart code for signal delivery. The
@@ -105,6 +111,13 @@ func (t *Task) handleFault(ev platform.Event) {
 				info.Code = 2 // SEGV_ACCERR
 			}
 		}
+	}
+	// What the CPU reported goes into the signal frames from now on, the
+	// address (cr2) only for a page fault's; a fault the memory manager
+	// resolved above is not the guest's to see.
+	t.lastFault.trapno, t.lastFault.err = ev.Trapno, ev.ErrorCode
+	if ev.Trapno == 14 { // #PF
+		t.lastFault.addr = uint64(ev.Addr)
 	}
 	info.SetAddr(uint64(ev.Addr))
 	t.forceSignal(info)

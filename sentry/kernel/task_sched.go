@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"math/bits"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -45,7 +47,23 @@ func (t *Task) UpdateSched(fn func(s *Sched) error) error {
 		return err
 	}
 	t.sched = s
+	if s.Affinity != nil && (len(s.Affinity) == 0 || s.Affinity[0]&1 == 0) {
+		t.k.vdso.params.TrapGetcpu() // this task's CPU is no longer 0 (CPU)
+	}
 	return nil
+}
+
+// CPU is the CPU the task runs on, as getcpu and the vDSO report it: the
+// lowest its affinity allows. The host schedules guest threads where it
+// likes, and the sandbox's CPUs are numbered for the guest alone, so the
+// answer is one the task's affinity allows, not where it ran last.
+func (t *Task) CPU() int {
+	for i, w := range t.CPUs() {
+		if w != 0 {
+			return i*64 + bits.TrailingZeros64(w)
+		}
+	}
+	return 0
 }
 
 // forkSched is what a new task created by one with s starts with.

@@ -128,6 +128,18 @@ func (p *Params) SetFallback(on bool) {
 	}
 }
 
+// TrapGetcpu makes the vDSO's getcpu trap into the sentry from now on.
+// Until then it answers CPU 0 on node 0 in the guest, which is right while
+// every thread's CPU is 0 (kernel.Task.CPU: the lowest of its affinity);
+// the kernel calls this once a thread's affinity leaves CPU 0 out, and the
+// page has no per-thread answer to give. It is never undone: a later
+// affinity that holds CPU 0 again still answers right through the trap.
+func (p *Params) TrapGetcpu() {
+	if p.load32(paramCPUTrap) == 0 {
+		p.store32(paramCPUTrap, 1)
+	}
+}
+
 // Now returns the guest's CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds,
 // read exactly as the vDSO reads them (or from the host clocks when the page
 // says to trap). A sentry that answers clock_gettime and friends with it

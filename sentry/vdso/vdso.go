@@ -76,6 +76,7 @@ const (
 	paramMonoBase = 32 // int64: guest CLOCK_MONOTONIC at paramTSCBase, ns
 	paramRealBase = 40 // int64: CLOCK_REALTIME at paramTSCBase, ns
 	paramTSCHz    = 48 // uint64: the measured TSC frequency; informational
+	paramCPUTrap  = 56 // uint32: not 0 once getcpu must trap (Params.TrapGetcpu)
 
 	// flagTSC says the line may be used; without it every call traps.
 	flagTSC = 1

@@ -24,7 +24,7 @@ func imageDefines() []string {
 	defs := map[string]uint64{
 		"PARAMS_SIZE": ParamsSize, "PARAM_SEQ": paramSeq, "PARAM_FLAGS": paramFlags,
 		"PARAM_SHIFT": paramShift, "PARAM_TSC_BASE": paramTSCBase, "PARAM_MULT": paramMult,
-		"PARAM_MONO_BASE": paramMonoBase, "PARAM_REAL_BASE": paramRealBase,
+		"PARAM_MONO_BASE": paramMonoBase, "PARAM_REAL_BASE": paramRealBase, "PARAM_CPU_TRAP": paramCPUTrap,
 		"FLAG_TSC": flagTSC, "LINUX_VERSION_CODE": linuxVersionCode,
 	}
 	var out []string

@@ -34,6 +34,8 @@ struct params {
 	u64 mult;
 	s64 mono_base; /* guest CLOCK_MONOTONIC at tsc_base, ns */
 	s64 real_base; /* CLOCK_REALTIME at tsc_base, ns */
+	u64 tsc_hz;    /* informational */
+	u32 cpu_trap;  /* not 0: getcpu asks the kernel */
 };
 
 _Static_assert(offsetof(struct params, seq) == PARAM_SEQ, "seq");
@@ -43,6 +45,7 @@ _Static_assert(offsetof(struct params, tsc_base) == PARAM_TSC_BASE, "tsc_base");
 _Static_assert(offsetof(struct params, mult) == PARAM_MULT, "mult");
 _Static_assert(offsetof(struct params, mono_base) == PARAM_MONO_BASE, "mono_base");
 _Static_assert(offsetof(struct params, real_base) == PARAM_REAL_BASE, "real_base");
+_Static_assert(offsetof(struct params, cpu_trap) == PARAM_CPU_TRAP, "cpu_trap");
 _Static_assert(sizeof(struct params) <= PARAMS_SIZE, "size");
 
 /* Defined by vdso.lds, PARAMS_SIZE bytes before the ELF header. */
@@ -83,6 +86,16 @@ static inline long sys2(long nr, long a, long b)
 	__asm__ volatile("syscall"
 			 : "=a"(ret)
 			 : "0"(nr), "D"(a), "S"(b)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+static inline long sys3(long nr, long a, long b, long c)
+{
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "0"(nr), "D"(a), "S"(b), "d"(c)
 			 : "rcx", "r11", "memory");
 	return ret;
 }
@@ -203,8 +216,13 @@ EXPORT long __vdso_time(long *t)
 
 EXPORT int __vdso_getcpu(unsigned *cpu, unsigned *node, void *cache)
 {
-	(void)cache;
-	/* The sentry reports CPU 0 on node 0: a guest thread may move anyway. */
+	/*
+	 * A thread's CPU is the lowest its affinity allows: 0 for every thread
+	 * until one is kept off CPU 0, when the page says so and the kernel,
+	 * which knows each thread's affinity, answers.
+	 */
+	if (moat_vdso_params.cpu_trap)
+		return sys3(SYS_getcpu, (long)cpu, (long)node, (long)cache);
 	if (cpu)
 		*cpu = 0;
 	if (node)
