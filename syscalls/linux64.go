@@ -13,7 +13,7 @@ const (
 	noteFileAttr  = "the sandbox keeps no file flags (chattr's), extent size hints or project ids: regular files and directories report none, and a change to any answers EOPNOTSUPP (Linux's tmpfs keeps the append-only, immutable, nodump and noatime flags)"
 	noteInotify   = "events for what the guest does through the sentry; changes the host makes behind a bind mount are not seen, nor writes through shared mappings (Linux reports neither); max_user_watches and max_user_instances are not enforced"
 	noteSched     = "policies, priorities and nice values are kept per thread and reported as Linux reports them; the host schedules every guest thread alike"
-	noteSocket    = "AF_UNIX (stream, datagram, seqpacket); AF_INET and AF_INET6 (TCP, UDP, ICMP echo, and raw sockets with CAP_NET_RAW) over the sandbox's netstack; AF_NETLINK NETLINK_ROUTE (links, addresses, routes; changes answer EPERM or EOPNOTSUPP); AF_PACKET and other families EAFNOSUPPORT"
+	noteSocket    = "AF_UNIX (stream, datagram, seqpacket); AF_INET and AF_INET6 (TCP, UDP, ICMP echo, and raw sockets with CAP_NET_RAW) over the sandbox's netstack; AF_NETLINK NETLINK_ROUTE (links, addresses, routes; changes answer EPERM or EOPNOTSUPP) and NETLINK_SOCK_DIAG (AF_UNIX sockets only); AF_PACKET and other families EAFNOSUPPORT"
 	noteSendmsg   = "AF_UNIX takes SCM_RIGHTS and SCM_CREDENTIALS, IP sockets IP_TTL and IPV6_HOPLIMIT; no MSG_OOB"
 	noteRecvmsg   = "no MSG_OOB, MSG_ERRQUEUE or SO_PEEK_OFF offsets"
 	noteSockopt   = "the SOL_SOCKET, SOL_TCP, SOL_IP and SOL_IPV6 options programs set (TCP_INFO with netstack's counters, the others 0); no multicast membership, SO_PEERGROUPS or SO_PEERSEC"

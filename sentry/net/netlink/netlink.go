@@ -1,9 +1,10 @@
-// Package netlink is AF_NETLINK's NETLINK_ROUTE in the sentry: enough of
+// Package netlink is AF_NETLINK in the sentry. NETLINK_ROUTE: enough of
 // rtnetlink for `ip addr`, `ip link`, `ip route` and the C library's
 // getifaddrs and if_nameindex to see the sandbox's interfaces, addresses
 // and routes (from its netstack). Changes (RTM_NEW*, RTM_DEL*) answer
 // EPERM without CAP_NET_ADMIN and EOPNOTSUPP with it: the sandbox's
-// network is what moat gave it.
+// network is what moat gave it. NETLINK_SOCK_DIAG: AF_UNIX sockets
+// (diag.go).
 package netlink
 
 import (
@@ -21,10 +22,10 @@ import (
 	"github.com/moat-sandbox/moat/sentry/waiter"
 )
 
-// sock is one NETLINK_ROUTE socket.
+// sock is one NETLINK_ROUTE or NETLINK_SOCK_DIAG socket.
 type sock struct {
 	st          *netstack.Stack
-	typ         int
+	typ, proto  int
 	socket.Node // the sockfs inode
 	queue       waiter.Queue
 
@@ -42,19 +43,20 @@ var ports struct {
 	next atomic.Int32
 }
 
-// New returns a netlink socket for socket(2); NETLINK_ROUTE alone.
+// New returns a netlink socket for socket(2): NETLINK_ROUTE or
+// NETLINK_SOCK_DIAG.
 func New(t *kernel.Task, typ, protocol int) (socket.Socket, error) {
 	if typ != unix.SOCK_RAW && typ != unix.SOCK_DGRAM {
 		return nil, unix.ESOCKTNOSUPPORT
 	}
-	if protocol != unix.NETLINK_ROUTE {
+	if protocol != unix.NETLINK_ROUTE && protocol != unix.NETLINK_SOCK_DIAG {
 		return nil, unix.EPROTONOSUPPORT
 	}
 	st, err := netstack.Of(t.Kernel())
 	if err != nil {
 		return nil, err
 	}
-	s := &sock{st: st, typ: typ, opts: socket.NewOptions(), flags: map[int]bool{}}
+	s := &sock{st: st, typ: typ, proto: protocol, opts: socket.NewOptions(), flags: map[int]bool{}}
 	s.Init(socket.Owner(t))
 	return s, nil
 }
@@ -96,7 +98,7 @@ func (s *sock) bindLocked(t *kernel.Task, want uint32) error {
 // Family, Type and Protocol implement socket.Socket.
 func (s *sock) Family() int   { return unix.AF_NETLINK }
 func (s *sock) Type() int     { return s.typ }
-func (s *sock) Protocol() int { return unix.NETLINK_ROUTE }
+func (s *sock) Protocol() int { return s.proto }
 
 // Release implements vfs.FileImpl.
 func (s *sock) Release() {
@@ -291,7 +293,7 @@ func (s *sock) GetSockOpt(t *kernel.Task, level, name, size int) ([]byte, error)
 		case unix.SO_DOMAIN:
 			return socket.PutInt32(unix.AF_NETLINK), nil
 		case unix.SO_PROTOCOL:
-			return socket.PutInt32(unix.NETLINK_ROUTE), nil
+			return socket.PutInt32(int32(s.proto)), nil
 		case unix.SO_ERROR:
 			return socket.PutInt32(0), nil
 		case unix.SO_PASSCRED:

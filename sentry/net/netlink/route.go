@@ -71,6 +71,9 @@ func (s *sock) handle(t *kernel.Task, req []byte, port uint32) [][]byte {
 		return nil
 	}
 	dump := flags&unix.NLM_F_DUMP == unix.NLM_F_DUMP
+	if s.proto == unix.NETLINK_SOCK_DIAG {
+		return diag(t, req, port)
+	}
 	var out [][]byte
 	switch typ {
 	case unix.RTM_GETLINK:
