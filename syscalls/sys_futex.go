@@ -83,6 +83,13 @@ func absoluteDeadline(t *kernel.Task, realtime bool, ts unix.Timespec) time.Time
 	if realtime {
 		clock = unix.CLOCK_REALTIME
 	}
+	return clockDeadline(t, clock, ts)
+}
+
+// clockDeadline converts an absolute time on the guest's clock (one that
+// advances with wall time: realtime, monotonic, boot time, TAI) into the
+// sentry's.
+func clockDeadline(t *kernel.Task, clock int32, ts unix.Timespec) time.Time {
 	now, _ := t.Kernel().ClockGettime(clock, t)
 	return time.Now().Add(timespecDuration(ts) - timespecDuration(now))
 }

@@ -86,12 +86,23 @@ func sleepFor(t *kernel.Task, d time.Duration, rem uintptr) error {
 	return nil
 }
 
-// ClockNanosleep implements Linux syscall clock_nanosleep(2).
+// ClockNanosleep implements Linux syscall clock_nanosleep(2). The clocks
+// that advance with wall time sleep; as in Linux, a clock with no sleep
+// (the raw and coarse ones, the calling thread's CPU clock) fails with
+// EOPNOTSUPP before the time is read, and the alarm clocks, which need an
+// RTC the sandbox does not have, with EOPNOTSUPP after it is checked. An
+// unknown clock is EINVAL.
 func ClockNanosleep(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	clock, flags := a.Int(0), a.Int(1)
 	switch {
 	case clock == unix.CLOCK_REALTIME, clock == unix.CLOCK_MONOTONIC, clock == unix.CLOCK_BOOTTIME, clock == unix.CLOCK_TAI:
-	case clock == unix.CLOCK_THREAD_CPUTIME_ID:
+	case clock == unix.CLOCK_THREAD_CPUTIME_ID, clock == unix.CLOCK_MONOTONIC_RAW,
+		clock == unix.CLOCK_REALTIME_COARSE, clock == unix.CLOCK_MONOTONIC_COARSE:
+		return 0, unix.EOPNOTSUPP
+	case clock == unix.CLOCK_REALTIME_ALARM, clock == unix.CLOCK_BOOTTIME_ALARM:
+		if _, err := copyInTimespec(t, a.Ptr(2)); err != nil {
+			return 0, err
+		}
 		return 0, unix.EOPNOTSUPP
 	case clock == unix.CLOCK_PROCESS_CPUTIME_ID, clock < 0:
 		ts, err := copyInTimespec(t, a.Ptr(2))
@@ -107,7 +118,7 @@ func ClockNanosleep(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, err
 	}
 	if flags&unix.TIMER_ABSTIME != 0 {
-		if err := t.Sleep(time.Until(absoluteDeadline(t, clock == unix.CLOCK_REALTIME, ts))); err != nil {
+		if err := t.Sleep(time.Until(clockDeadline(t, clock, ts))); err != nil {
 			return 0, kernel.ERESTARTNOHAND
 		}
 		return 0, nil
