@@ -325,11 +325,20 @@ func Close(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return 0, nil
 }
 
-// CloseRange implements Linux syscall close_range(2).
+// CloseRange implements Linux syscall close_range(2). With
+// CLOSE_RANGE_UNSHARE the task first takes a table of its own, as
+// unshare(CLONE_FILES) gives, so the range is closed (or made
+// close-on-exec) there alone and the tasks it shared the table with keep
+// their descriptors as they were.
 func CloseRange(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	first, last, flags := a.Uint(0), a.Uint(1), a.Uint(2)
 	if flags&^(unix.CLOSE_RANGE_UNSHARE|unix.CLOSE_RANGE_CLOEXEC) != 0 || first > last {
 		return 0, unix.EINVAL
+	}
+	if flags&unix.CLOSE_RANGE_UNSHARE != 0 {
+		if err := t.Unshare(unix.CLONE_FILES); err != nil {
+			return 0, err
+		}
 	}
 	t.FDs().CloseRange(first, last, flags&unix.CLOSE_RANGE_CLOEXEC != 0)
 	return 0, nil
