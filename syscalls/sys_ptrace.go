@@ -97,6 +97,8 @@ func Ptrace(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			return 0, err
 		}
 		return 0, copyOutStruct(t, uintptr(data), &info)
+	case unix.PTRACE_PEEKSIGINFO:
+		return ptracePeekSigInfo(t, tr, uintptr(addr), uintptr(data))
 	case unix.PTRACE_SETSIGINFO:
 		var info kernel.SigInfo
 		if err := copyInStruct(t, uintptr(data), &info); err != nil {
@@ -149,6 +151,36 @@ func Ptrace(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, tr.Listen()
 	}
 	return 0, unix.EIO
+}
+
+// ptracePeekSigInfo implements PTRACE_PEEKSIGINFO: struct
+// ptrace_peeksiginfo_args at argsAddr (off, flags, nr) asks for nr of the
+// tracee's pending signals from the off-th, of its thread's queue or with
+// PTRACE_PEEKSIGINFO_SHARED its process's, written as siginfo_t from
+// data. It returns how many were written; a fault after the first ends
+// the copy short, as Linux's does.
+func ptracePeekSigInfo(t *kernel.Task, tr *kernel.Tracee, argsAddr, data uintptr) (uintptr, error) {
+	var args struct {
+		Off   uint64
+		Flags uint32
+		Nr    int32
+	}
+	if err := copyInStruct(t, argsAddr, &args); err != nil {
+		return 0, err
+	}
+	if args.Flags&^unix.PTRACE_PEEKSIGINFO_SHARED != 0 || args.Nr < 0 {
+		return 0, unix.EINVAL
+	}
+	infos := tr.PeekSigInfo(args.Flags&unix.PTRACE_PEEKSIGINFO_SHARED != 0, args.Off, int(args.Nr))
+	for i := range infos {
+		if err := copyOutStruct(t, data+uintptr(i)*unsafe.Sizeof(infos[i]), &infos[i]); err != nil {
+			if i > 0 {
+				return uintptr(i), nil
+			}
+			return 0, err
+		}
+	}
+	return uintptr(len(infos)), nil
 }
 
 // resumeMode is what request req resumes a tracee to.

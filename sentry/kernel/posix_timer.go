@@ -512,8 +512,10 @@ func (tg *ThreadGroup) timerSignalTaken(info *SigInfo) {
 // removeAt drops the i-th queued instance of sig.
 func (q *sigQueue) removeAt(sig, i int) {
 	q.infos[sig] = append(q.infos[sig][:i], q.infos[sig][i+1:]...)
+	q.seqs[sig] = append(q.seqs[sig][:i], q.seqs[sig][i+1:]...)
 	if len(q.infos[sig]) == 0 {
 		q.infos[sig] = nil
+		q.seqs[sig] = nil
 		q.mask &^= sigBit(sig)
 	}
 }

@@ -194,7 +194,9 @@ func (t *Task) PtraceAttach(target *Task, seize bool, options uint32) error {
 	tg.mu.Unlock()
 	k.treeMu.Unlock()
 	if !seize {
-		tg.SendSignal(SigInfo{Signo: int32(unix.SIGSTOP), Code: linuxabi.SI_KERNEL})
+		// To the tracee alone, as Linux's send_sig_info: it waits in
+		// that thread's queue (PTRACE_PEEKSIGINFO shows it there).
+		target.SendSignal(SigInfo{Signo: int32(unix.SIGSTOP), Code: linuxabi.SI_KERNEL})
 	}
 	if trapped != nil {
 		// As Linux's wait on JOBCTL_TRAPPING: the tracer's next wait sees
@@ -281,6 +283,18 @@ func (r *Tracee) SigInfo() (SigInfo, error) {
 		return SigInfo{}, unix.EINVAL
 	}
 	return *r.t.pt.info, nil
+}
+
+// PeekSigInfo implements PTRACE_PEEKSIGINFO: up to n of the signals
+// pending for the tracee's thread, or with shared for its process, in the
+// order they were queued, from the off-th on.
+func (r *Tracee) PeekSigInfo(shared bool, off uint64, n int) []SigInfo {
+	r.t.tg.mu.Lock()
+	defer r.t.tg.mu.Unlock()
+	if shared {
+		return r.t.tg.pending.peek(off, n)
+	}
+	return r.t.pending.peek(off, n)
 }
 
 // SetSigInfo implements PTRACE_SETSIGINFO: it replaces the stop's

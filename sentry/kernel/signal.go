@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"encoding/binary"
+	"sort"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -166,6 +167,11 @@ func SignalName(sig int) string { return unix.SignalName(unix.Signal(sig)) }
 type sigQueue struct {
 	mask  uint64
 	infos [linuxabi.NSIG + 1][]SigInfo
+	// seqs[sig][i] is when infos[sig][i] was queued, counted by next:
+	// the order of arrival across signals, which PTRACE_PEEKSIGINFO
+	// shows (Linux's one list of queued signals).
+	seqs [linuxabi.NSIG + 1][]uint64
+	next uint64
 }
 
 // enqueue adds info; a standard signal already pending is dropped.
@@ -176,6 +182,33 @@ func (q *sigQueue) enqueue(info SigInfo) {
 	}
 	q.mask |= sigBit(sig)
 	q.infos[sig] = append(q.infos[sig], info)
+	q.seqs[sig] = append(q.seqs[sig], q.next)
+	q.next++
+}
+
+// peek returns up to n of the queued signals in the order they arrived,
+// from the off-th on.
+func (q *sigQueue) peek(off uint64, n int) []SigInfo {
+	type entry struct {
+		seq  uint64
+		info SigInfo
+	}
+	var all []entry
+	for sig := range q.infos {
+		for i, info := range q.infos[sig] {
+			all = append(all, entry{q.seqs[sig][i], info})
+		}
+	}
+	if off >= uint64(len(all)) {
+		return nil
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].seq < all[j].seq })
+	all = all[off:]
+	out := make([]SigInfo, 0, min(n, len(all)))
+	for _, e := range all[:min(n, len(all))] {
+		out = append(out, e.info)
+	}
+	return out
 }
 
 // syncSignals are delivered first when pending: the faults a thread caused.
@@ -203,8 +236,10 @@ func (q *sigQueue) dequeue(blocked uint64) (SigInfo, bool) {
 func (q *sigQueue) take(sig int) SigInfo {
 	info := q.infos[sig][0]
 	q.infos[sig] = q.infos[sig][1:]
+	q.seqs[sig] = q.seqs[sig][1:]
 	if len(q.infos[sig]) == 0 {
 		q.infos[sig] = nil
+		q.seqs[sig] = nil
 		q.mask &^= sigBit(sig)
 	}
 	return info
@@ -213,5 +248,6 @@ func (q *sigQueue) take(sig int) SigInfo {
 // discard drops every pending instance of sig.
 func (q *sigQueue) discard(sig int) {
 	q.infos[sig] = nil
+	q.seqs[sig] = nil
 	q.mask &^= sigBit(sig)
 }

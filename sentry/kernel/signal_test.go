@@ -347,3 +347,36 @@ func TestExecResetsCaughtSignalsAndKeepsIgnoredOnes(t *testing.T) {
 		t.Errorf("an ignored signal after exec: %+v, want SIG_IGN with no flags or mask", a)
 	}
 }
+
+// peek (PTRACE_PEEKSIGINFO) lists the queued signals in the order they
+// arrived, whatever their numbers, from an offset, and forgets the taken.
+func TestPeekListsPendingSignalsInArrivalOrder(t *testing.T) {
+	var q sigQueue
+	sent := []int{sigRT + 1, int(unix.SIGTERM), sigRT, sigRT + 1, int(unix.SIGTERM), int(unix.SIGHUP)}
+	for i, sig := range sent {
+		q.enqueue(info(sig, uint64(i)))
+	}
+	// The second SIGTERM is dropped: a standard signal is pending once.
+	want := []int32{sigRT + 1, int32(unix.SIGTERM), sigRT, sigRT + 1, int32(unix.SIGHUP)}
+	check := func(got []SigInfo, want []int32) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("peek gave %d signals, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if got[i].Signo != want[i] {
+				t.Errorf("peek[%d] = signal %d, want %d", i, got[i].Signo, want[i])
+			}
+		}
+	}
+	check(q.peek(0, 100), want)
+	check(q.peek(1, 2), want[1:3])
+	check(q.peek(4, 10), want[4:])
+	check(q.peek(5, 10), nil)
+	check(q.peek(0, 0), nil)
+	q.take(int(unix.SIGTERM))
+	q.take(sigRT + 1)
+	check(q.peek(0, 100), []int32{sigRT, sigRT + 1, int32(unix.SIGHUP)})
+	q.enqueue(info(int(unix.SIGTERM), 9))
+	check(q.peek(0, 100), []int32{sigRT, sigRT + 1, int32(unix.SIGHUP), int32(unix.SIGTERM)})
+}
