@@ -79,7 +79,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		return nil, err
 	}
 	defer gs.close()
-	controlListener, err := listenControl(dir)
+	controlListener, err := listenUnix(dir.ControlSocket(), "control socket")
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +254,7 @@ func startSandbox(g *globalOptions, dir *state.Dir, c *state.Container, b *bundl
 		// Off the sentry's and the gofer's way: its start overlaps the
 		// sentry's boot, and the sentry's first frames wait in the link
 		// until it reads them.
-		if err := un.start(g, sb.cgroup, sb.sentry.Process.Pid); err != nil {
+		if err := un.start(g, sb.cgroup, sb.sentry.Process.Pid, dir.UsernetSocket()); err != nil {
 			return nil, err
 		}
 		sb.usernet = un.proc
@@ -414,17 +414,17 @@ func socketPair(typ int) (*os.File, *os.File, error) {
 // listenControl binds and listens on the container's control socket. The
 // CLI never accepts on it: the listening socket goes to the sentry, and
 // later commands connect.
-func listenControl(dir *state.Dir) (*os.File, error) {
+func listenUnix(path, what string) (*os.File, error) {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	f := os.NewFile(uintptr(fd), state.ControlSocketName)
-	path := dir.ControlSocket()
+	f := os.NewFile(uintptr(fd), what)
 	err = unix.Bind(fd, &unix.SockaddrUnix{Name: path})
 	if err == nil {
-		// Whoever can connect can start and kill the container: only the
-		// owner may, and the mode is set before anyone can connect.
+		// Whoever can connect can start and kill the container (or open
+		// its network): only the owner may, and the mode is set before
+		// anyone can connect.
 		err = os.Chmod(path, 0o600)
 	}
 	if err == nil {
@@ -432,7 +432,7 @@ func listenControl(dir *state.Dir) (*os.File, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("control socket: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return f, nil
 }

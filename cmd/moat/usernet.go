@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/confine"
+	"github.com/moat-sandbox/moat/internal/control"
 	"github.com/moat-sandbox/moat/internal/usernet"
 	"github.com/moat-sandbox/moat/sentry/net/netstack"
 )
@@ -76,6 +79,7 @@ func usernetMain(args []string) int {
 	}
 	fmt.Fprintf(ready, "%s\n", usernetReady)
 	ready.Close()
+	go servePolicy(usernetPolicyFD, n, cfg.Log)
 	waitExit(sentry)
 	n.Close()
 	return 0
@@ -116,4 +120,64 @@ func confineUsernet(ids *confine.IDs, hostCalls confine.Mode) error {
 		return err
 	}
 	return confine.UsernetCalls.With(poller.Calls()).Install(hostCalls)
+}
+
+// servePolicy takes new allowlists on the listening socket fd, one
+// control.OpEgress request per connection, answered with a
+// control.Response, until the process ends. Raw calls, not Go's net: a
+// net.Listener of an inherited socket would dup it and ask its type, and
+// the filter allows accept4 on fd alone (confine.UsernetCalls). Only the
+// socket's owner can connect (listenUnix), so a request is the runtime's.
+func servePolicy(fd int, n *usernet.Net, log func(string, ...any)) {
+	for {
+		c, _, err := unix.Accept4(fd, unix.SOCK_CLOEXEC)
+		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNABORTED) {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		resp := control.Response{}
+		if err := takePolicy(c, n, log); err != nil {
+			resp.Error = err.Error()
+		}
+		if data, err := json.Marshal(resp); err == nil {
+			unix.Write(c, append(data, '\n'))
+		}
+		unix.Close(c)
+	}
+}
+
+// maxPolicyRequest bounds a policy request: an allowlist's entries.
+const maxPolicyRequest = 1 << 20
+
+// takePolicy reads one request from connection c and applies it.
+func takePolicy(c int, n *usernet.Net, log func(string, ...any)) error {
+	var line []byte
+	buf := make([]byte, 4096)
+	for !bytes.Contains(line, []byte{'\n'}) {
+		k, err := unix.Read(c, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || k == 0 {
+			return fmt.Errorf("usernet: policy request: cut short")
+		}
+		if line = append(line, buf[:k]...); len(line) > maxPolicyRequest {
+			return fmt.Errorf("usernet: policy request: too long")
+		}
+	}
+	var req control.Request
+	if err := json.Unmarshal(line[:bytes.IndexByte(line, '\n')], &req); err != nil {
+		return fmt.Errorf("usernet: policy request: %w", err)
+	}
+	if req.Op != control.OpEgress || req.Egress == nil {
+		return fmt.Errorf("usernet: %q with no allowlist: the one request it takes is %q", req.Op, control.OpEgress)
+	}
+	e, err := netstack.EgressFrom(req.Egress.All, req.Egress.Allow, log)
+	if err != nil {
+		return err
+	}
+	n.SetAllow(e)
+	return nil
 }

@@ -42,14 +42,18 @@ type userNetwork struct {
 }
 
 // The descriptors moat usernet gets: the link's host end, the pipe its
-// first line goes to, a pidfd of the sentry, whose exit stops it, and
-// the --log file, if there is one, where it logs the destinations it
-// refuses.
+// first line goes to, a pidfd of the sentry, whose exit stops it, the
+// --log file, if there is one, where it logs the destinations it
+// refuses, and the listening socket where it takes a new allowlist
+// (state.UsernetSocketName in the container's directory, its owner's
+// alone: moat serve's network updates). The listener is the CLI's: moat
+// usernet binds and listens nowhere.
 const (
 	usernetLinkFD   = 3
 	usernetReadyFD  = 4
 	usernetSentryFD = 5
 	usernetLogFD    = 6
+	usernetPolicyFD = confine.UsernetPolicyFD
 )
 
 // userNetworkOf reads the config's request for a user-space network: nil
@@ -103,9 +107,14 @@ func (n *userNetwork) openLink() (err error) {
 }
 
 // start starts moat usernet in cgroup cg for the sentry, whose pid is
-// still that of the CLI's unreaped child; waitReady says whether it
-// serves the link.
-func (n *userNetwork) start(g *globalOptions, cg *cgroups.Cgroup, sentryPID int) error {
+// still that of the CLI's unreaped child, taking allowlists on a socket
+// at policyPath; waitReady says whether it serves the link.
+func (n *userNetwork) start(g *globalOptions, cg *cgroups.Cgroup, sentryPID int, policyPath string) error {
+	policy, err := listenUnix(policyPath, "usernet's policy socket")
+	if err != nil {
+		return err
+	}
+	defer policy.Close()
 	pidfd, err := unix.PidfdOpen(sentryPID, 0)
 	if err != nil {
 		return fmt.Errorf("usernet: pidfd of the sentry: %w", err)
@@ -127,7 +136,7 @@ func (n *userNetwork) start(g *globalOptions, cg *cgroups.Cgroup, sentryPID int)
 	if mode := os.Getenv(hostCallsEnv); mode != "" {
 		args = append(args, "--host-calls", mode) // the audit mode, as the sentry's and the gofer's
 	}
-	fds := map[int]*os.File{usernetLinkFD: n.hostEnd, usernetReadyFD: readyW, usernetSentryFD: sentry}
+	fds := map[int]*os.File{usernetLinkFD: n.hostEnd, usernetReadyFD: readyW, usernetSentryFD: sentry, usernetPolicyFD: policy}
 	if g.log.file != nil {
 		fds[usernetLogFD] = g.log.file
 		args = append(args, "--log-format", g.logFormat)

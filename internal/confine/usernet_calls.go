@@ -12,10 +12,13 @@ import (
 // the guest's connections and flows again from: TCP and UDP over IPv4 or
 // IPv6, nothing else. It is the one helper that keeps the host's network,
 // and it parses what a hostile guest sends, so a bug there must not reach
-// further: it opens no file, executes nothing, listens nowhere and makes
-// no socket of another family or type (no AF_UNIX, netlink or packet
-// socket, no raw IP).
+// further: it opens no file, executes nothing, binds and listens nowhere
+// (it accepts on the one socket the CLI listens on for it, where the
+// runtime sends a new allowlist), and makes no socket of another family
+// or type (no AF_UNIX, netlink or packet socket, no raw IP).
 var UsernetCalls = goRuntimeCalls.With(Allowlist{
+	call(unix.SYS_ACCEPT4, "accept4", "a new allowlist from the runtime, on the policy socket the CLI listens on for it (its owner's alone)",
+		"fd UsernetPolicyFD only", seccomp.Allow(seccomp.Eq(0, UsernetPolicyFD))),
 	call(unix.SYS_SOCKET, "socket", "a host connection or flow for one of the guest's, as Go's net dials it",
 		"AF_INET or AF_INET6; SOCK_STREAM or SOCK_DGRAM with SOCK_NONBLOCK|SOCK_CLOEXEC; protocol 0", dialSockets()...),
 	call(unix.SYS_CONNECT, "connect", "dialling a destination the policy allows", ""),
@@ -44,6 +47,9 @@ var UsernetCalls = goRuntimeCalls.With(Allowlist{
 	call(unix.SYS_FSTAT, "fstat", "the link endpoint checks that its descriptor is a socket", ""),
 	call(unix.SYS_GETRANDOM, "getrandom", "TCP's initial sequence numbers and DNS ids of its network stack", ""),
 })
+
+// UsernetPolicyFD is moat usernet's descriptor of its policy socket.
+const UsernetPolicyFD = 7
 
 // dialSockets are the socket(2) calls Go's net makes to dial TCP or UDP.
 func dialSockets() []seccomp.Rule {

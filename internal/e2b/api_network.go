@@ -165,14 +165,13 @@ type networkUpdate struct {
 
 // updateNetwork answers PUT /sandboxes/{id}/network: the sandbox's
 // network becomes what a create with the same fields would have given it,
-// for the connections, datagrams and DNS queries that follow (204), within
-// what it was created with: its moat usernet, outside the sandbox, holds
-// the create's allowlist too and is not told of updates. So a sandbox
-// created with all of the network may be given any allowlist, or all
-// again; one created with an allowlist may keep or drop its entries, not
-// add any; one with loopback alone (any create without internet access or
-// allowOut, and every pooled one) stays so. A change past that is 409.
-// Names an old allowlist let the guest resolve must be resolved again.
+// for the connections, datagrams and DNS queries that follow (204): moat
+// usernet's list first, then the sentry's, both sides of the sandbox's
+// user-space network. A sandbox created with one may be given any list,
+// or all of the network; one with loopback alone (any create without
+// internet access or allowOut, and every pooled one) has none to widen,
+// and stays so: a change that would open it is 409. Names an old
+// allowlist let the guest resolve must be resolved again.
 func (s *Server) updateNetwork(w http.ResponseWriter, r *http.Request) {
 	var req networkUpdate
 	if err := decodeBody(r, &req); err != nil {
@@ -209,18 +208,17 @@ func (s *Server) updateNetwork(w http.ResponseWriter, r *http.Request) {
 	case !created.user:
 		w.WriteHeader(http.StatusNoContent) // loopback alone, as asked
 		return
-	case created.allow != nil && network.user && (network.allow == nil || !entriesWithin(network.allow, created.allow)):
-		apiError(w, http.StatusConflict, "sandbox %s was created with the allowlist %s: an update may keep or drop its entries, not add any",
-			sb.id, strings.Join(created.allow, ","))
+	}
+	// moat usernet first, then the sentry: between the two, what the
+	// sandbox may reach is the narrower of the old list and the new.
+	e := &control.Egress{All: network.user && network.allow == nil, Allow: network.allow}
+	if err := sb.inst.usernetPolicy(r.Context(), e); err != nil {
+		apiError(w, http.StatusInternalServerError, "sandbox %s: %v", sb.id, err)
 		return
 	}
-	e := &control.Egress{}
-	switch {
-	case network.user && network.allow == nil:
-		e.All = true
-	case network.user:
+	if !e.All && network.user {
 		// The sentry's list names the network's resolver too, as at boot.
-		e.Allow = strings.Split(usernet.SentryAllow(strings.Join(network.allow, ",")), ",")
+		e = &control.Egress{Allow: strings.Split(usernet.SentryAllow(strings.Join(network.allow, ",")), ",")}
 	}
 	if _, err := sb.inst.call(r.Context(), control.Request{Op: control.OpEgress, Egress: e}); err != nil {
 		apiError(w, http.StatusInternalServerError, "sandbox %s: %v", sb.id, err)
@@ -231,14 +229,4 @@ func (s *Server) updateNetwork(w http.ResponseWriter, r *http.Request) {
 	}
 	s.cfg.Log("sandbox %s: network now %s", sb.id, network)
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// entriesWithin reports whether every entry of list is one of within's.
-func entriesWithin(list, within []string) bool {
-	for _, e := range list {
-		if !slices.Contains(within, e) {
-			return false
-		}
-	}
-	return true
 }

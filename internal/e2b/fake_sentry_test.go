@@ -35,6 +35,8 @@ type fakeSentry struct {
 	// ports are the guest's listening TCP ports: where an OpConnect to
 	// each is joined (a listener of the test's).
 	ports map[int]string
+	// usernet are the requests moat usernet's policy socket took.
+	usernet []control.Request
 }
 
 type fakeFile struct {
@@ -63,6 +65,29 @@ func newFakeSandbox(t *testing.T) (*sandbox, *fakeSentry) {
 				return
 			}
 			go f.serve(control.NewConn(c.(*net.UnixConn)))
+		}
+	}()
+	// moat usernet's policy socket: it records and takes every request.
+	ul, err := net.Listen("unix", filepath.Join(dir, state.UsernetSocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ul.Close() })
+	go func() {
+		for {
+			c, err := ul.Accept()
+			if err != nil {
+				return
+			}
+			conn := control.NewConn(c.(*net.UnixConn))
+			var req control.Request
+			if _, err := conn.Receive(&req); err == nil {
+				f.mu.Lock()
+				f.usernet = append(f.usernet, req)
+				f.mu.Unlock()
+				conn.Send(control.Response{})
+			}
+			conn.Close()
 		}
 	}()
 	d, err := os.Open(dir)
@@ -122,6 +147,13 @@ func (f *fakeSentry) seen() []control.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]control.Request(nil), f.requests...)
+}
+
+// usernetSeen are the requests the usernet policy socket took.
+func (f *fakeSentry) usernetSeen() []control.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]control.Request(nil), f.usernet...)
 }
 
 func errAnswer(op, p string, errno syscall.Errno) control.Response {

@@ -207,6 +207,27 @@ func (inst *instance) call(ctx context.Context, req control.Request, files ...*o
 	return resp, resp.Err()
 }
 
+// usernetPolicy gives the sandbox's moat usernet, the host's side of its
+// user-space network, the allowlist e (its socket in the sandbox's
+// directory: state.UsernetSocketName), waiting at most statsTimeout.
+func (inst *instance) usernetPolicy(ctx context.Context, e *control.Egress) error {
+	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
+	defer cancel()
+	// Held across the call, as dial holds it: the directory's descriptor
+	// must not be closed, and its number reused, under the path.
+	inst.mu.RLock()
+	defer inst.mu.RUnlock()
+	if inst.closed {
+		return fmt.Errorf("sandbox %s is gone", inst.id)
+	}
+	path := fmt.Sprintf("/proc/self/fd/%d/%s", inst.dir.Fd(), state.UsernetSocketName)
+	deadline, _ := ctx.Deadline()
+	if err := control.Call(path, control.Request{Op: control.OpEgress, Egress: e}, time.Until(deadline)); err != nil {
+		return fmt.Errorf("the network's allowlist: %w", err)
+	}
+	return nil
+}
+
 // stats is the sandbox's usage as its sentry counts it.
 func (inst *instance) stats(ctx context.Context) (*control.Stats, error) {
 	resp, err := inst.call(ctx, control.Request{Op: control.OpStats})

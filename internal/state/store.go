@@ -20,6 +20,9 @@ const (
 	stateFile         = "state.json"
 	stateTemp         = ".state.json.tmp" // one writer at a time: the lock holder
 	ControlSocketName = "control.sock"
+	// UsernetSocketName is where moat usernet takes a new allowlist
+	// (cmd/moat/usernet.go), in the directory of a container that has one.
+	UsernetSocketName = "usernet.sock"
 )
 
 // Errors a caller may test for with errors.Is. Their text is runc's.
@@ -139,6 +142,12 @@ func (d *Dir) Close() error {
 // a rename of the directory.
 func (d *Dir) ControlSocket() string {
 	return fmt.Sprintf("/proc/self/fd/%d/%s", d.f.Fd(), ControlSocketName)
+}
+
+// UsernetSocket is, as ControlSocket, a path to the socket where the
+// container's moat usernet takes a new allowlist.
+func (d *Dir) UsernetSocket() string {
+	return fmt.Sprintf("/proc/self/fd/%d/%s", d.f.Fd(), UsernetSocketName)
 }
 
 // Load reads the record. A directory without one belongs to a `moat create`

@@ -26,7 +26,7 @@ func (n *Net) forwardTCP(r *tcp.ForwarderRequest) {
 	dst := addrPort(id.LocalAddress, id.LocalPort)
 	target := dst
 	switch {
-	case dst == netip.AddrPortFrom(Resolver, dnsPort) && n.cfg.Allow == nil:
+	case dst == netip.AddrPortFrom(Resolver, dnsPort) && n.policy() == nil:
 		// DNS over TCP (an answer too long for UDP) goes upstream as
 		// well; with an allowlist it is refused, as the sentry does, since
 		// neither side reads it.

@@ -70,12 +70,13 @@ func (n *Net) answer(q []byte) []byte {
 	if len(q) < 12 || q[2]&0x80 != 0 {
 		return nil
 	}
-	if n.cfg.Allow != nil && !n.cfg.Allow.QueryAllowed(q) {
+	allow := n.policy()
+	if allow != nil && !allow.QueryAllowed(q) {
 		return refusal(q)
 	}
 	a := n.ask(q)
-	if a != nil && n.cfg.Allow != nil {
-		n.cfg.Allow.LearnAnswer(a)
+	if a != nil && allow != nil {
+		allow.LearnAnswer(a)
 	}
 	return a
 }
@@ -186,19 +187,20 @@ func (n *Net) forwardUDP(r *udp.ForwarderRequest) bool {
 		}
 		defer n.untrack(host, guest)
 		// DNS to a resolver the allowlist names goes through its rules
-		// here too.
-		dns := n.cfg.Allow != nil && dst.Port() == dnsPort
+		// here too: the list in force when the flow began.
+		allow := n.policy()
+		dns := allow != nil && dst.Port() == dnsPort
 		done := make(chan struct{})
 		go func() {
 			relay(guest, host, func(a []byte) bool {
 				if dns {
-					n.cfg.Allow.LearnAnswer(a)
+					allow.LearnAnswer(a)
 				}
 				return true
 			})
 			close(done)
 		}()
-		relay(host, guest, func(q []byte) bool { return !dns || n.cfg.Allow.QueryAllowed(q) })
+		relay(host, guest, func(q []byte) bool { return !dns || allow.QueryAllowed(q) })
 		host.Close()
 		guest.Close()
 		<-done

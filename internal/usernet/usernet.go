@@ -21,6 +21,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -60,7 +61,7 @@ const dnsPort = 53
 type Config struct {
 	// Allow, if set, is the allowlist: only the destinations it allows
 	// are dialled, and only allowed names resolved. nil: every address
-	// but those never reachable (refusedAlways).
+	// but those never reachable (refusedAlways). SetAllow replaces it.
 	Allow *netstack.Egress
 	// Upstream is the host's DNS server the guest's queries go to.
 	Upstream netip.AddrPort
@@ -70,11 +71,13 @@ type Config struct {
 
 // Net is one sandbox's user-space network, running until Close.
 type Net struct {
-	cfg  Config
-	s    *stack.Stack
-	file *os.File
-	ctx  context.Context
-	stop context.CancelFunc
+	cfg Config
+	// allow is the allowlist in force: Config.Allow, then SetAllow's.
+	allow atomic.Pointer[netstack.Egress]
+	s     *stack.Stack
+	file  *os.File
+	ctx   context.Context
+	stop  context.CancelFunc
 	// dial makes the host's side of a connection or flow: the dialer's
 	// DialContext, replaced in tests.
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -102,6 +105,7 @@ func Start(host *os.File, cfg Config) (*Net, error) {
 		return nil, errors.New("usernet: no upstream resolver")
 	}
 	n := &Net{cfg: cfg, file: host, conns: map[net.Conn]struct{}{}}
+	n.allow.Store(cfg.Allow)
 	n.ctx, n.stop = context.WithCancel(context.Background())
 	d := &net.Dialer{}
 	n.dial = d.DialContext
@@ -225,11 +229,21 @@ func refusedAlways(a netip.Addr) bool {
 		Subnet.Contains(a) || a == netip.AddrFrom4([4]byte{255, 255, 255, 255})
 }
 
+// SetAllow replaces the allowlist (nil: all of the network) for the
+// connections, flows and DNS queries that follow; those under way keep
+// theirs, as in the sentry (netstack.Stack.SetEgress). What the old list
+// learned from DNS answers goes with it: names must be resolved again.
+func (n *Net) SetAllow(e *netstack.Egress) { n.allow.Store(e) }
+
+// policy is the allowlist in force; nil for all of the network.
+func (n *Net) policy() *netstack.Egress { return n.allow.Load() }
+
 // allowed says whether the guest may reach dst over proto ("tcp",
 // "udp"), and logs a refusal.
 func (n *Net) allowed(dst netip.AddrPort, proto string) bool {
 	a := dst.Addr().Unmap()
-	ok := !refusedAlways(a) && (n.cfg.Allow == nil || n.cfg.Allow.Allowed(a, dst.Port()))
+	allow := n.policy()
+	ok := !refusedAlways(a) && (allow == nil || allow.Allowed(a, dst.Port()))
 	if !ok && n.cfg.Log != nil {
 		n.cfg.Log("net: sandbox: %s to %s refused", proto, dst)
 	}

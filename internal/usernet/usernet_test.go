@@ -62,6 +62,13 @@ func (h *hostDials) saw(what string) bool {
 // link starts a Net with cfg and a guest stack on its link.
 func link(t *testing.T, cfg Config, h *hostDials) *netstack.Stack {
 	t.Helper()
+	guest, _ := linkNet(t, cfg, h)
+	return guest
+}
+
+// linkNet is link that also returns the host's side.
+func linkNet(t *testing.T, cfg Config, h *hostDials) (*netstack.Stack, *Net) {
+	t.Helper()
 	sentryEnd, hostEnd, err := Pair()
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +93,7 @@ func link(t *testing.T, cfg Config, h *hostDials) *netstack.Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return guest
+	return guest, n
 }
 
 func full(a netip.Addr, port uint16) tcpip.FullAddress {
@@ -335,5 +342,40 @@ func TestDNSOverTCPGoesUpstreamWithoutAnAllowlistAndIsRefusedWithOne(t *testing.
 	}
 	if len(h2.dialed) != 0 {
 		t.Errorf("the host dialled %v", h2.dialed)
+	}
+}
+
+func TestAnAllowlistReplacedWhileRunningRulesTheConnectionsThatFollow(t *testing.T) {
+	h := &hostDials{to: map[string]string{"tcp 192.0.2.1:80": echoServer(t), "tcp 192.0.2.2:80": echoServer(t)}}
+	first, err := netstack.ParseEgress("192.0.2.1:80", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guest, n := linkNet(t, Config{Allow: first}, h)
+	dials := func(a netip.Addr) bool {
+		c, err := gonet.DialTCP(guest.S, full(a, 80), ipv4.ProtocolNumber)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}
+	if !dials(farAddr) || dials(otherAddr) {
+		t.Fatalf("the create's list: %s %v, %s %v; want only the first", farAddr, dials(farAddr), otherAddr, dials(otherAddr))
+	}
+	wider, err := netstack.ParseEgress("192.0.2.1:80,192.0.2.2:80", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.SetAllow(wider)
+	if !dials(otherAddr) {
+		t.Error("a widened list: the added address is still refused")
+	}
+	n.SetAllow(netstack.EmptyEgress(nil))
+	if dials(farAddr) || dials(otherAddr) {
+		t.Error("an emptied list: an address is still reached")
+	}
+	n.SetAllow(nil)
+	if !dials(farAddr) || !dials(otherAddr) {
+		t.Error("all of the network: an address is refused")
 	}
 }

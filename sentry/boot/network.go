@@ -98,17 +98,10 @@ func (s *Sandbox) setEgress(e *control.Egress) error {
 	if !ok {
 		return fmt.Errorf("egress: the sandbox has no network of its own")
 	}
-	switch {
-	case e.All:
-		st.SetEgress(nil)
-	case len(e.Allow) == 0:
-		st.SetEgress(netstack.EmptyEgress(s.log))
-	default:
-		list, err := netstack.ParseEgress(strings.Join(e.Allow, ","), s.log)
-		if err != nil {
-			return err
-		}
-		st.SetEgress(list)
+	list, err := netstack.EgressFrom(e.All, e.Allow, s.log)
+	if err != nil {
+		return err
 	}
+	st.SetEgress(list)
 	return nil
 }

@@ -61,6 +61,18 @@ func EmptyEgress(log func(string, ...any)) *Egress {
 	return &Egress{log: log, learned: map[netip.Addr]map[uint16]bool{}}
 }
 
+// EgressFrom is the allowlist of an update (control.Egress): nil for all
+// of the network, EmptyEgress for no entries, else the entries parsed.
+func EgressFrom(all bool, entries []string, log func(string, ...any)) (*Egress, error) {
+	switch {
+	case all:
+		return nil, nil
+	case len(entries) == 0:
+		return EmptyEgress(log), nil
+	}
+	return ParseEgress(strings.Join(entries, ","), log)
+}
+
 // ParseEgress reads the annotation's value; log gets a line for each
 // destination refused.
 func ParseEgress(v string, log func(string, ...any)) (*Egress, error) {
