@@ -203,7 +203,7 @@ var table = [...]Entry{
 	154: byDesign("modify_ldt", unix.ENOSYS, "no local descriptor tables: segments are the platform's; Linux built without CONFIG_MODIFY_LDT_SYSCALL answers ENOSYS"),
 	155: partial("pivot_root", PivotRoot, "with CAP_SYS_ADMIN, in the caller's mount tree; the root and working directory move for the tasks sharing the caller's file-system context alone, not every process whose root was the old one"),
 	156: byDesign("_sysctl", unix.ENOSYS, "removed from Linux (5.5), which answers ENOSYS; /proc/sys is the interface"),
-	157: partial("prctl", Prctl, "names, pdeathsig (recorded), dumpable, keepcaps, no_new_privs, seccomp, child subreaper, timer slack, THP, capbset read; other options EINVAL"),
+	157: partial("prctl", Prctl, "names, pdeathsig (recorded), dumpable, keepcaps, no_new_privs, seccomp, child subreaper, timer slack, THP, capbset read, syscall user dispatch; other options EINVAL"),
 	158: partial("arch_prctl", ArchPrctl, "ARCH_SET_CPUID answers ENODEV: no CPUID faulting"),
 	159: partial("adjtimex", Adjtimex, noteAdjtimex),
 	160: full("setrlimit", Setrlimit),

@@ -190,11 +190,39 @@ func Prctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		if p.THPDisable {
 			return 1, nil
 		}
+	case unix.PR_SET_SYSCALL_USER_DISPATCH:
+		return 0, setSyscallUserDispatch(t, a)
 	default:
 		return 0, unix.EINVAL
 	}
 	t.SetPrctl(p)
 	return 0, nil
+}
+
+// setSyscallUserDispatch is prctl(PR_SET_SYSCALL_USER_DISPATCH, mode,
+// offset, length, selector): off takes no other argument; on takes a range
+// of code whose calls always run, which may be empty only at offset 0 and
+// must not wrap, and a selector byte's address (0 for none).
+func setSyscallUserDispatch(t *kernel.Task, a *arch.SyscallArgs) error {
+	offset, length, sel := a[2], a[3], a.Ptr(4)
+	switch a[1] {
+	case unix.PR_SYS_DISPATCH_OFF:
+		if offset != 0 || length != 0 || sel != 0 {
+			return unix.EINVAL
+		}
+		t.SetSyscallUserDispatch(false, 0, 0, 0)
+	case unix.PR_SYS_DISPATCH_ON:
+		if offset != 0 && offset+length <= offset {
+			return unix.EINVAL
+		}
+		if sel != 0 && sel >= t.Kernel().Platform.MaxUserAddress() {
+			return unix.EFAULT
+		}
+		t.SetSyscallUserDispatch(true, offset, length, sel)
+	default:
+		return unix.EINVAL
+	}
+	return nil
 }
 
 // Umask implements Linux syscall umask(2).

@@ -15,14 +15,20 @@
  * no [vsyscall] (as in moat, or Linux with vsyscall=none), calling its
  * gettimeofday entry faults with SIGSEGV at the entry, error code user and
  * instruction fetch; where it is listed executable, the call works.
+ * Syscall user dispatch (prctl PR_SET_SYSCALL_USER_DISPATCH): the argument
+ * checks; a call made while the selector says block is not run but becomes
+ * a SIGSYS (SYS_USER_DISPATCH, si_syscall the number, rax the number again)
+ * whose handler gives the result; allow, and dispatch off, let calls run;
+ * a forked child starts without it.
  */
-// covers: getpid getcpu sched_setaffinity sched_getaffinity ptrace rt_sigaction
+// covers: getpid getppid getcpu sched_setaffinity sched_getaffinity ptrace rt_sigaction prctl
 #include "check.h"
 
 #include <sched.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/time.h>
 #include <sys/user.h>
@@ -209,6 +215,75 @@ static void test_faults(void)
 	sigaction(SIGSEGV, &sa, NULL);
 }
 
+#ifndef PR_SET_SYSCALL_USER_DISPATCH
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#define PR_SYS_DISPATCH_OFF 0
+#define PR_SYS_DISPATCH_ON 1
+#endif
+#define SYS_USER_DISPATCH_CODE 2
+
+static volatile char selector;
+static volatile int sud_code, sud_nr, sud_errno;
+static volatile unsigned long sud_rax;
+
+static void on_sigsys(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	(void)sig;
+	sud_code = si->si_code;
+	sud_nr = si->si_syscall;
+	sud_errno = si->si_errno;
+	sud_rax = uc->uc_mcontext.gregs[REG_RAX];
+	selector = 0; /* let the handler's rt_sigreturn through */
+	uc->uc_mcontext.gregs[REG_RAX] = 4242;
+}
+
+/*
+ * test_user_dispatch: prctl's argument checks; with a selector saying
+ * block, a call is not run but becomes a SIGSYS (SYS_USER_DISPATCH, the
+ * call's number, rax holding it again) whose handler sets the result; with
+ * the selector saying allow, or the dispatch off, calls run; a forked
+ * child starts without it.
+ */
+static void test_user_dispatch(void)
+{
+	struct sigaction sa = {.sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO};
+	char sel = 0;
+
+	CHECK_ERR(prctl(PR_SET_SYSCALL_USER_DISPATCH, 7, 0, 0, &sel), EINVAL);
+	CHECK_ERR(prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 1, 0, 0), EINVAL);
+	CHECK_ERR(prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, &sel), EINVAL);
+	CHECK_ERR(prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, 1, 0, &sel), EINVAL);
+	CHECK_ERR(prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, -1L, 1, &sel), EINVAL);
+	CHECK_ERR(prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, 0, 1, (void *)-1), EFAULT);
+
+	CHECK_OK(sigaction(SIGSYS, &sa, NULL));
+	selector = 0;
+	CHECK_OK(prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, 0, 0, &selector));
+	CHECK_EQ(raw_syscall0(SYS_getppid), getppid()); /* allowed */
+	selector = 1;
+	long r = raw_syscall0(SYS_getppid);
+	CHECK_EQ(selector, 0); /* the handler ran */
+	CHECK_EQ(r, 4242);
+	CHECK_EQ(sud_code, SYS_USER_DISPATCH_CODE);
+	CHECK_EQ(sud_nr, SYS_getppid);
+	CHECK_EQ(sud_errno, 0);
+	CHECK_EQ(sud_rax, SYS_getppid);
+	pid_t child = fork();
+	if (child == 0) {
+		selector = 1;
+		_exit(raw_syscall0(SYS_getpid) > 0 ? 0 : 1);
+	}
+	CHECK_CHILD(child, "exited 0");
+	CHECK_OK(prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0));
+	selector = 1;
+	CHECK(raw_syscall0(SYS_getpid) > 0); /* off: the selector is not read */
+	selector = 0;
+	sa.sa_handler = SIG_DFL;
+	sa.sa_flags = 0;
+	sigaction(SIGSYS, &sa, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	check_init(argc, argv);
@@ -216,5 +291,6 @@ int main(int argc, char **argv)
 	test_traced();
 	test_getcpu();
 	test_faults();
+	test_user_dispatch();
 	return check_finish();
 }

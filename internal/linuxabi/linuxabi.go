@@ -120,6 +120,8 @@ const (
 	// SIGSYS's si_code for a seccomp SECCOMP_RET_TRAP: siginfo.h calls it
 	// SYS_SECCOMP, which in Go names the system call's number.
 	SIGSYS_SECCOMP = 1
+	// SIGSYS_USER_DISPATCH is a call syscall user dispatch took (SYS_USER_DISPATCH).
+	SIGSYS_USER_DISPATCH = 2
 )
 
 // MAX_ERRNO is the largest errno a system call returns, and the cap on a

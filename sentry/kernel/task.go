@@ -45,6 +45,7 @@ type Task struct {
 	// address), which every signal frame's sigcontext carries after, as
 	// Linux's thread.trap_nr, error_code and cr2 do. Only the task touches it.
 	lastFault struct{ trapno, err, addr uint64 }
+	sud       userDispatch // syscall user dispatch (sud.go); only the task touches it
 	// savedMask is restored when a handler returns, after a call that
 	// waited with a temporary mask (rt_sigsuspend, ppoll, pselect6).
 	savedMask     uint64

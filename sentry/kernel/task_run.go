@@ -54,6 +54,9 @@ func (t *Task) run() {
 }
 
 func (t *Task) doSyscall() {
+	if t.sud.on && t.userDispatched() {
+		return // neither traced nor filtered: the program runs it itself
+	}
 	if t.pt.flags.Load() != 0 {
 		t.doSyscallTraced() // ptrace_stop.go
 		return
