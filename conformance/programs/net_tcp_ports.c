@@ -15,7 +15,8 @@
  * sends (EISCONN once connected, EOPNOTSUPP for AF_UNSPEC, EINVAL with
  * no address), without it an unconnected socket's send is EPIPE;
  * TCP_INQ (0 or 1, EINVAL else, inherited by an accepted socket) adds a
- * TCP_CM_INQ control message to each recvmsg with the bytes left to read.
+ * TCP_CM_INQ control message to each recvmsg with the bytes left to read
+ * (one more once the peer's FIN has come, 1 after the end was read).
  */
 // covers: socket bind listen connect accept sendto recvmsg setsockopt getsockopt
 #include "check.h"
@@ -287,8 +288,21 @@ static void test_inq(void)
 	CHECK_EQ(send(s, data, 10, 0), 10);
 	CHECK_EQ(recv_inq(c, 100, &got), -1);
 	CHECK_EQ(got, 10);
-	close(s);
+	/* The peer's FIN counts one, and the end read says 1. */
+	CHECK_EQ(send(c, data, 10, 0), 10);
 	close(c);
+	for (n = 0; n < 100; n++) {
+		struct pollfd p = { .fd = s, .events = POLLRDHUP };
+
+		if (poll(&p, 1, 10) == 1)
+			break;
+	}
+	CHECK_EQ(recv_inq(s, 4, &got), 7);
+	CHECK_EQ(recv_inq(s, 100, &got), 1);
+	CHECK_EQ(got, 6);
+	CHECK_EQ(recv_inq(s, 100, &got), 1);
+	CHECK_EQ(got, 0);
+	close(s);
 	close(l);
 }
 

@@ -233,15 +233,20 @@ func (s *sock) sendControl(cms []socket.Cmsg, opts *tcpip.WriteOptions) error {
 }
 
 // RecvMsg implements socket.Socket. With TCP_INQ a stream's receive
-// ends with a TCP_CM_INQ control message, the bytes still queued (1 when
-// none are and the peer has sent its FIN, so that the reader knows to
-// read once more for the end), as tcp_recvmsg's tcp_inq_hint gives it.
+// ends with a TCP_CM_INQ control message, as tcp_recvmsg's tcp_inq_hint
+// gives it: the bytes still queued, one more once the peer's FIN has
+// come (the FIN takes a sequence number), and 1 when the end has been
+// read, so that a reader knows to read once more.
 func (s *sock) RecvMsg(t *kernel.Task, dst *vfs.IOSeq, m *socket.RecvMessage) (int, error) {
 	n, err := s.recv(t, dst, m)
 	if err == nil && s.typ == unix.SOCK_STREAM && s.inq.Load() {
 		q, _ := s.ep.GetSockOptInt(tcpip.ReceiveQueueSizeOption)
-		if st := tcp.EndpointState(s.ep.State()); q == 0 && st != tcp.StateEstablished && st != tcp.StateFinWait1 && st != tcp.StateFinWait2 {
-			q = 1
+		switch tcp.EndpointState(s.ep.State()) {
+		case tcp.StateEstablished, tcp.StateFinWait1, tcp.StateFinWait2:
+		case tcp.StateCloseWait, tcp.StateLastAck, tcp.StateClosing, tcp.StateTimeWait:
+			q++
+		default:
+			q = max(q, 1)
 		}
 		m.Control.Cmsgs = append(m.Control.Cmsgs, socket.Cmsg{Level: unix.SOL_TCP, Type: unix.TCP_CM_INQ, Data: socket.PutInt32(int32(q))})
 	}
