@@ -53,7 +53,22 @@ func newFakeSandbox(t *testing.T) (*sandbox, *fakeSentry) {
 	f := &fakeSentry{files: map[string]*fakeFile{"/": {mode: syscall.S_IFDIR | 0o755}},
 		fail: map[string]syscall.Errno{}, failWrite: map[string]syscall.Errno{}, ports: map[int]string{}}
 	dir := t.TempDir()
-	l, err := net.Listen("unix", filepath.Join(dir, state.ControlSocketName))
+	acceptOn(t, filepath.Join(dir, state.ControlSocketName), f.serve)
+	// moat usernet's policy socket: it records and takes every request.
+	acceptOn(t, filepath.Join(dir, state.UsernetSocketName), f.takePolicy)
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return &sandbox{id: "fake", inst: &instance{id: "fake", dir: d}}, f
+}
+
+// acceptOn serves each connection to a socket at path with serve, on a
+// goroutine of its own, until the test ends.
+func acceptOn(t *testing.T, path string, serve func(*control.Conn)) {
+	t.Helper()
+	l, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,38 +79,22 @@ func newFakeSandbox(t *testing.T) (*sandbox, *fakeSentry) {
 			if err != nil {
 				return
 			}
-			go f.serve(control.NewConn(c.(*net.UnixConn)))
+			go serve(control.NewConn(c.(*net.UnixConn)))
 		}
 	}()
-	// moat usernet's policy socket: it records and takes every request.
-	ul, err := net.Listen("unix", filepath.Join(dir, state.UsernetSocketName))
-	if err != nil {
-		t.Fatal(err)
+}
+
+// takePolicy answers a request to moat usernet's policy socket, which it
+// records.
+func (f *fakeSentry) takePolicy(conn *control.Conn) {
+	defer conn.Close()
+	var req control.Request
+	if _, err := conn.Receive(&req); err == nil {
+		f.mu.Lock()
+		f.usernet = append(f.usernet, req)
+		f.mu.Unlock()
+		conn.Send(control.Response{})
 	}
-	t.Cleanup(func() { ul.Close() })
-	go func() {
-		for {
-			c, err := ul.Accept()
-			if err != nil {
-				return
-			}
-			conn := control.NewConn(c.(*net.UnixConn))
-			var req control.Request
-			if _, err := conn.Receive(&req); err == nil {
-				f.mu.Lock()
-				f.usernet = append(f.usernet, req)
-				f.mu.Unlock()
-				conn.Send(control.Response{})
-			}
-			conn.Close()
-		}
-	}()
-	d, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return &sandbox{id: "fake", inst: &instance{id: "fake", dir: d}}, f
 }
 
 // put makes a file (S_IFREG), directory (S_IFDIR) or symlink (S_IFLNK,
