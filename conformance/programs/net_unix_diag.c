@@ -6,7 +6,7 @@
  * answers one unix_diag_msg (family, type, TCP_* state, inode, cookie),
  * with UNIX_DIAG_SHUTDOWN always and then UNIX_DIAG_UID (the owner) when
  * UDIAG_SHOW_UID asks; a cookie of all ones matches any, another one is
- * ESTALE, an unknown inode ENOENT; a listener on an abstract name shows
+ * ESTALE (the error quoting the whole request), an unknown inode ENOENT; a listener on an abstract name shows
  * UNIX_DIAG_NAME and UNIX_DIAG_RQLEN (connections pending, backlog); a
  * datagram socketpair shows UNIX_DIAG_PEER (the other end's inode) and
  * the queued bytes; a dump (NLM_F_DUMP) for listeners lists the listener,
@@ -25,7 +25,7 @@
 
 /* A socket's answer: what the message said, -errno for NLMSG_ERROR. */
 struct diag {
-	int err, type, flags;
+	int err, type, flags, len;
 	struct unix_diag_msg m;
 	int attrs[8];           /* the attribute types, in order */
 	int nattrs;
@@ -60,6 +60,7 @@ static void parse(struct nlmsghdr *h, struct diag *d)
 	memset(d, 0, sizeof(*d));
 	d->type = h->nlmsg_type;
 	d->flags = h->nlmsg_flags;
+	d->len = h->nlmsg_len;
 	CHECK_EQ(h->nlmsg_seq, 42);
 	if (h->nlmsg_type == NLMSG_ERROR) {
 		d->err = ((struct nlmsgerr *)NLMSG_DATA(h))->error;
@@ -164,6 +165,8 @@ int main(int argc, char **argv)
 	one(nl, ino_of(u), cookie_of(u) + 1, 0, &d);
 	CHECK_EQ(d.type, NLMSG_ERROR);
 	CHECK_EQ(d.err, -ESTALE);
+	/* The error quotes the whole request (no NETLINK_CAP_ACK). */
+	CHECK_EQ(d.len, NLMSG_LENGTH(sizeof(struct nlmsgerr)) + sizeof(struct unix_diag_req));
 	close(u);
 	one(nl, ino_of(nl) + 1000000, ~0ULL, 0, &d);
 	CHECK_EQ(d.err, -ENOENT);

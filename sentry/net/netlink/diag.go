@@ -35,7 +35,7 @@ const (
 )
 
 // diag answers one request of a NETLINK_SOCK_DIAG socket.
-func diag(t *kernel.Task, req []byte, port uint32) [][]byte {
+func diag(t *kernel.Task, req []byte, port uint32, capAck bool) [][]byte {
 	typ := binary.LittleEndian.Uint16(req[4:])
 	flags := binary.LittleEndian.Uint16(req[6:])
 	seq := binary.LittleEndian.Uint32(req[8:])
@@ -43,15 +43,15 @@ func diag(t *kernel.Task, req []byte, port uint32) [][]byte {
 	switch {
 	case typ == tcpDiagGetSock || typ == dccpDiagGetSock:
 		// The old inet_diag requests, which no handler here takes.
-		return [][]byte{errMsg(req, unix.EOPNOTSUPP, port)}
+		return [][]byte{errMsg(req, unix.EOPNOTSUPP, port, capAck)}
 	case typ != sockDiagByFamily || len(body) < 2:
-		return [][]byte{errMsg(req, unix.EINVAL, port)}
+		return [][]byte{errMsg(req, unix.EINVAL, port, capAck)}
 	}
 	if body[0] != unix.AF_UNIX || t == nil {
-		return [][]byte{errMsg(req, unix.ENOENT, port)}
+		return [][]byte{errMsg(req, unix.ENOENT, port, capAck)}
 	}
 	if len(body) < sizeofUnixReq {
-		return [][]byte{errMsg(req, unix.EINVAL, port)}
+		return [][]byte{errMsg(req, unix.EINVAL, port, capAck)}
 	}
 	states := binary.LittleEndian.Uint32(body[4:])
 	ino := binary.LittleEndian.Uint32(body[8:])
@@ -74,11 +74,11 @@ func diag(t *kernel.Task, req []byte, port uint32) [][]byte {
 		// sock_diag_check_cookie: all ones is no cookie; SO_COOKIE is
 		// the inode number here.
 		if cookie != ^uint64(0) && cookie != d.Ino {
-			return [][]byte{errMsg(req, unix.ESTALE, port)}
+			return [][]byte{errMsg(req, unix.ESTALE, port, capAck)}
 		}
 		return [][]byte{unixDiagMsg(d, show, 0, seq, port)}
 	}
-	return [][]byte{errMsg(req, unix.ENOENT, port)}
+	return [][]byte{errMsg(req, unix.ENOENT, port, capAck)}
 }
 
 // unixDiagMsg is sk_diag_fill's message: the attributes in Linux's

@@ -54,11 +54,16 @@ func (m *msg) bytes() []byte {
 }
 
 // errMsg is NLMSG_ERROR for the request req: an errno (0 for an ack) and
-// the request's header.
-func errMsg(req []byte, errno unix.Errno, port uint32) []byte {
+// the request, as netlink_ack quotes it: its header alone for an ack or
+// with NETLINK_CAP_ACK, else the whole request.
+func errMsg(req []byte, errno unix.Errno, port uint32, capAck bool) []byte {
 	seq := binary.LittleEndian.Uint32(req[8:])
 	body := binary.LittleEndian.AppendUint32(nil, uint32(-int32(errno)))
-	body = append(body, req[:unix.SizeofNlMsghdr]...)
+	quoted := req[:unix.SizeofNlMsghdr]
+	if errno != 0 && !capAck {
+		quoted = req
+	}
+	body = append(body, quoted...)
 	return newMsg(unix.NLMSG_ERROR, 0, seq, port, body).bytes()
 }
 
@@ -71,8 +76,11 @@ func (s *sock) handle(t *kernel.Task, req []byte, port uint32) [][]byte {
 		return nil
 	}
 	dump := flags&unix.NLM_F_DUMP == unix.NLM_F_DUMP
+	s.mu.Lock()
+	capAck := s.flags[unix.NETLINK_CAP_ACK]
+	s.mu.Unlock()
 	if s.proto == unix.NETLINK_SOCK_DIAG {
-		return diag(t, req, port)
+		return diag(t, req, port, capAck)
 	}
 	var out [][]byte
 	switch typ {
@@ -89,7 +97,7 @@ func (s *sock) handle(t *kernel.Task, req []byte, port uint32) [][]byte {
 					return [][]byte{linkMsg(ifc, unix.RTM_NEWLINK, 0, seq, port)}
 				}
 			}
-			return [][]byte{errMsg(req, unix.ENODEV, port)}
+			return [][]byte{errMsg(req, unix.ENODEV, port, capAck)}
 		}
 		var parts []byte
 		for _, ifc := range ifcs {
@@ -126,7 +134,7 @@ func (s *sock) handle(t *kernel.Task, req []byte, port uint32) [][]byte {
 		if dump {
 			out = append(out, done(seq, port))
 		} else {
-			out = append(out, errMsg(req, unix.EOPNOTSUPP, port))
+			out = append(out, errMsg(req, unix.EOPNOTSUPP, port, capAck))
 		}
 	case unix.RTM_NEWLINK, unix.RTM_DELLINK, unix.RTM_SETLINK, unix.RTM_NEWADDR, unix.RTM_DELADDR,
 		unix.RTM_NEWROUTE, unix.RTM_DELROUTE, unix.RTM_NEWNEIGH, unix.RTM_DELNEIGH:
@@ -134,12 +142,12 @@ func (s *sock) handle(t *kernel.Task, req []byte, port uint32) [][]byte {
 		if t != nil && !t.HasCap(unix.CAP_NET_ADMIN) {
 			errno = unix.EPERM
 		}
-		return [][]byte{errMsg(req, errno, port)}
+		return [][]byte{errMsg(req, errno, port, capAck)}
 	default:
-		return [][]byte{errMsg(req, unix.EOPNOTSUPP, port)}
+		return [][]byte{errMsg(req, unix.EOPNOTSUPP, port, capAck)}
 	}
 	if flags&unix.NLM_F_ACK != 0 && !dump {
-		out = append(out, errMsg(req, 0, port))
+		out = append(out, errMsg(req, 0, port, capAck))
 	}
 	return out
 }
