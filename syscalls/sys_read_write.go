@@ -280,6 +280,9 @@ func sendfileSource(in *vfs.File, withOffset bool) error {
 	}
 	switch st.Type() {
 	case unix.S_IFREG, unix.S_IFBLK:
+		if !vfs.SpliceReadable(in.Impl()) {
+			return unix.EINVAL
+		}
 		return nil
 	case unix.S_IFCHR:
 		if unix.Major(st.Rdev) == memDevMajor && splicedMemDevs[unix.Minor(st.Rdev)] {

@@ -172,6 +172,9 @@ func fileToPipe(t *kernel.Task, in *vfs.File, at *int64, out pipe.Pipe, n int, n
 	if err != nil {
 		return 0, err
 	}
+	if !vfs.SpliceReadable(in.Impl()) {
+		return 0, unix.EINVAL // after the wait for room, as Linux's splice_file_to_pipe
+	}
 	want := min(n, room)
 	buf := copyBuffer(min(want, spliceChunk))
 	defer putCopyBuffer(buf)

@@ -41,6 +41,20 @@ type OffsetKeeper interface {
 	Seek(off int64, whence int) (int64, error)
 }
 
+// Unspliceable is implemented by files that splice(2) and sendfile(2)
+// cannot read from, Linux's files without a splice_read method (most of
+// /proc/<pid>, /proc/net): NoSpliceRead reports it, and those calls fail
+// with EINVAL.
+type Unspliceable interface {
+	NoSpliceRead() bool
+}
+
+// SpliceReadable reports whether splice and sendfile may read impl.
+func SpliceReadable(impl FileImpl) bool {
+	u, ok := impl.(Unspliceable)
+	return !ok || !u.NoSpliceRead()
+}
+
 // Syncer is implemented by files whose data lives elsewhere (a host
 // file): Sync is fsync(2), the data and what it needs reaching stable
 // storage there.

@@ -49,6 +49,10 @@ type memFile struct {
 const memChunk = 4096
 
 // Read implements vfs.FileImpl: EIO if nothing at off can be read.
+// NoSpliceRead implements vfs.Unspliceable: Linux's mem has no
+// splice_read.
+func (m *memFile) NoSpliceRead() bool { return true }
+
 func (m *memFile) Read(dst *vfs.IOSeq, off int64) (int, error) {
 	return m.rw(dst, off, false)
 }

@@ -9,6 +9,7 @@ package procfs
 import (
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -272,6 +273,28 @@ func (s *snapshot) Write(src *vfs.IOSeq, _ int64) (int, error) {
 }
 
 func (s *snapshot) Stat() (vfs.Stat, error) { return s.node.Stat() }
+
+// NoSpliceRead implements vfs.Unspliceable: as in Linux, whose files of a
+// process (seq_read or read without read_iter) and of /proc/net have no
+// splice_read, splice and sendfile cannot read a process's files but its
+// mount tables, nor /proc/net's; the machine's files and /proc/sys they
+// can.
+func (s *snapshot) NoSpliceRead() bool { return noSpliceRead(s.node.path) }
+
+func noSpliceRead(path string) bool {
+	first, rest, _ := strings.Cut(path, "/")
+	if first == "net" {
+		return true
+	}
+	if _, err := strconv.Atoi(first); err != nil {
+		return false
+	}
+	switch rest[strings.LastIndex(rest, "/")+1:] {
+	case "mounts", "mountinfo", "mountstats":
+		return false
+	}
+	return true
+}
 func (s *snapshot) Ioctl(uint32, uintptr, vfs.IoctlIO) (uintptr, error) {
 	return 0, unix.ENOTTY
 }
