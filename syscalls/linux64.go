@@ -380,7 +380,7 @@ var table = [...]Entry{
 	331: byDesign("pkey_free", unix.EINVAL, "no protection key is ever allocated: Linux answers EINVAL for one that is not"),
 	332: full("statx", Statx),
 	333: full("io_pgetevents", IoPgetevents),
-	334: notYet("rseq", "restartable sequences, issue #14; glibc runs without them"),
+	334: notYet("rseq", "restartable sequences, issue #14: their promise is that a critical section is aborted whenever its thread is preempted, migrated or signalled, so no two threads with one cpu_id run per-CPU code at once; the sandbox's CPUs are the guest's numbering (the sentry keeps affinity, the host schedules threads anywhere and preempts them unseen on systrap), so a cpu_id the sentry kept would break that promise, and the host's own rseq would give host CPU numbers at odds with the affinity; glibc runs without them (sched_getcpu asks the vDSO)"),
 	335: byDesign("uretprobe", unix.ENOSYS, "called only from the trampolines Linux maps for uprobes, which the sandbox never has; Linux without them answers ENOSYS"),
 	336: byDesign("uprobe", unix.ENOSYS, "called only from the trampolines Linux maps for uprobes, which the sandbox never has; Linux without them answers ENOSYS"),
 	424: partial("pidfd_send_signal", PidfdSendSignal, "a /proc/PID directory's descriptor, which Linux takes for a pidfd too, is EBADF"),

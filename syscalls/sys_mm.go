@@ -40,7 +40,7 @@ func Mmap(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, unix.EOVERFLOW
 	}
 	o := mm.MMapOpts{Addr: addr, Length: length, Prot: prot & (platform.ProtRead | platform.ProtWrite | platform.ProtExec), Fixed: flags&unix.MAP_FIXED != 0,
-		NoReplace: flags&unix.MAP_FIXED_NOREPLACE != 0, Shared: typ != unix.MAP_PRIVATE}
+		NoReplace: flags&unix.MAP_FIXED_NOREPLACE != 0, Shared: typ != unix.MAP_PRIVATE, Low2G: flags&unix.MAP_32BIT != 0}
 	if flags&unix.MAP_ANONYMOUS == 0 {
 		f, err := t.FDs().Get(fd)
 		if err != nil {

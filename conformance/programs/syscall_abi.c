@@ -19,9 +19,10 @@
  * checks; a call made while the selector says block is not run but becomes
  * a SIGSYS (SYS_USER_DISPATCH, si_syscall the number, rax the number again)
  * whose handler gives the result; allow, and dispatch off, let calls run;
- * a forked child starts without it.
+ * a forked child starts without it. mmap's MAP_32BIT places a mapping in
+ * the second GiB.
  */
-// covers: getpid getppid getcpu sched_setaffinity sched_getaffinity ptrace rt_sigaction prctl
+// covers: getpid getppid getcpu sched_setaffinity sched_getaffinity ptrace rt_sigaction prctl mmap
 #include "check.h"
 
 #include <sched.h>
@@ -284,6 +285,19 @@ static void test_user_dispatch(void)
 	sigaction(SIGSYS, &sa, NULL);
 }
 
+/* test_map32: MAP_32BIT places a mapping in the second GiB (x86-64). */
+static void test_map32(void)
+{
+	char *p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+
+	CHECK(p != MAP_FAILED);
+	if (p == MAP_FAILED)
+		return;
+	CHECK((unsigned long)p >= 0x40000000UL && (unsigned long)p + 8192 <= 0x80000000UL);
+	p[8191] = 1;
+	CHECK_OK(munmap(p, 8192));
+}
+
 int main(int argc, char **argv)
 {
 	check_init(argc, argv);
@@ -292,5 +306,6 @@ int main(int argc, char **argv)
 	test_getcpu();
 	test_faults();
 	test_user_dispatch();
+	test_map32();
 	return check_finish();
 }

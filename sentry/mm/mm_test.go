@@ -503,3 +503,35 @@ func TestFileCacheOfAHostFile(t *testing.T) {
 		t.Fatal("a private write reached the host file")
 	}
 }
+
+// MAP_32BIT mappings go bottom-up into the second GiB, around what is
+// there already, honour a hint that ends below 2 GiB, and fail when the
+// range is full.
+func TestMMapLow2G(t *testing.T) {
+	m, _ := newMM(t)
+	a, err := m.MMap(MMapOpts{Length: 2 * PageSize, Prot: rw, Low2G: true})
+	if err != nil || a != Low2GStart {
+		t.Fatalf("first MAP_32BIT mapping at %#x (%v), want %#x", a, err, Low2GStart)
+	}
+	if _, err := m.MMap(MMapOpts{Addr: Low2GStart + 3*PageSize, Length: PageSize, Prot: rw, Fixed: true}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := m.MMap(MMapOpts{Length: 2 * PageSize, Prot: rw, Low2G: true})
+	if b != Low2GStart+4*PageSize {
+		t.Fatalf("MAP_32BIT mapping at %#x, want past the fixed one at %#x", b, Low2GStart+4*PageSize)
+	}
+	c, _ := m.MMap(MMapOpts{Length: PageSize, Prot: rw, Low2G: true})
+	if c != Low2GStart+2*PageSize {
+		t.Fatalf("one page at %#x, want the gap at %#x", c, Low2GStart+2*PageSize)
+	}
+	h, _ := m.MMap(MMapOpts{Addr: 0x200000, Length: PageSize, Prot: rw, Low2G: true})
+	if h != 0x200000 {
+		t.Fatalf("free hint below 2 GiB not honoured: %#x", h)
+	}
+	if h, _ := m.MMap(MMapOpts{Addr: 0x100000000, Length: PageSize, Prot: rw, Low2G: true}); h >= Low2GEnd {
+		t.Fatalf("hint above 2 GiB taken: %#x", h)
+	}
+	if _, err := m.MMap(MMapOpts{Length: Low2GEnd - Low2GStart, Prot: rw, Low2G: true}); err != unix.ENOMEM {
+		t.Fatalf("a GiB in a part-used range: %v, want ENOMEM", err)
+	}
+}

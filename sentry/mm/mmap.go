@@ -19,6 +19,7 @@ type MMapOpts struct {
 	NoReplace bool          // MAP_FIXED_NOREPLACE: fail with EEXIST instead
 	Shared    bool          // MAP_SHARED
 	GrowsDown bool          // MAP_GROWSDOWN: a stack that grows on faults below it
+	Low2G     bool          // MAP_32BIT: placed in [Low2GStart, Low2GEnd) unless fixed
 	File      FileSource    // nil for anonymous memory
 	Cache     *FileCache    // File's page cache, when it has one
 	// Pages are the file's own pages, for a file that keeps its data in
@@ -71,6 +72,11 @@ func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 		}
 		if m.sealedLocked(addr, addr+length) {
 			return 0, unix.EPERM
+		}
+	} else if o.Low2G {
+		addr, ok = m.findLow2GLocked(pageRoundDown(o.Addr), length)
+		if !ok {
+			return 0, unix.ENOMEM
 		}
 	} else {
 		addr, ok = m.findRange(pageRoundDown(o.Addr), length)
@@ -283,6 +289,45 @@ func (m *MemoryManager) findRange(hint, length uintptr) (uintptr, bool) {
 			start = s[i].end
 		}
 	}
+}
+
+// MAP_32BIT's range on x86-64: the second GiB, so that the mapping's
+// addresses fit in 31 bits (the flag was made for code and stacks a 32-bit
+// mode or a sign-extended 32-bit pointer reaches).
+const (
+	Low2GStart = 0x40000000
+	Low2GEnd   = 0x80000000
+)
+
+// findLow2GLocked places a MAP_32BIT mapping as Linux's bottom-up search
+// does: at the hint if the range there is free and ends by Low2GEnd, else in
+// the lowest gap of [Low2GStart, Low2GEnd). Linux randomizes the search's
+// start within 32 MiB when the process randomizes its layout; moat does not.
+func (m *MemoryManager) findLow2GLocked(hint, length uintptr) (uintptr, bool) {
+	if length > Low2GEnd-Low2GStart {
+		return 0, false
+	}
+	if hint >= MinAddr && hint+length > hint && hint+length <= Low2GEnd && m.vmas.free(hint, hint+length) {
+		return hint, true
+	}
+	s := m.vmas.s
+	start := uintptr(Low2GStart)
+	for i := m.vmas.find(start); start+length <= Low2GEnd; i++ {
+		gapEnd := uintptr(Low2GEnd)
+		if i < len(s) && s[i].start < gapEnd {
+			gapEnd = s[i].start
+		}
+		if gapEnd > start && gapEnd-start >= length {
+			return start, true
+		}
+		if i >= len(s) || s[i].start >= Low2GEnd {
+			return 0, false
+		}
+		if s[i].end > start {
+			start = s[i].end
+		}
+	}
+	return 0, false
 }
 
 // removeLocked drops the mappings in [start, end) and their pages. Without
