@@ -12,8 +12,8 @@
  * connection uses to the same peer is EADDRNOTAVAIL and the socket can
  * still listen; listen(fd, 0) takes a connection; connect and sendto to
  * 0.0.0.0 and :: reach loopback; sendto with MSG_FASTOPEN connects and
- * sends (EISCONN once connected, EOPNOTSUPP for AF_UNSPEC, EINVAL with
- * no address), without it an unconnected socket's send is EPIPE;
+ * sends (EISCONN once connected or on a listener, as connect is,
+ * EOPNOTSUPP for AF_UNSPEC, EINVAL with no address), without it an unconnected socket's send is EPIPE;
  * TCP_INQ (0 or 1, EINVAL else, inherited by an accepted socket) adds a
  * TCP_CM_INQ control message to each recvmsg with the bytes left to read
  * (one more once the peer's FIN has come, 1 after the end was read).
@@ -218,6 +218,8 @@ static void test_fastopen(void)
 	CHECK_EQ(bind4(l, "127.0.0.1", 0), 0);
 	to = sin4("127.0.0.1", port_of(l));
 	CHECK_OK(listen(l, 1));
+	CHECK_ERR(sendto(l, "hi", 2, MSG_FASTOPEN, (struct sockaddr *)&to, sizeof(to)), EISCONN);
+	CHECK_ERR(connect(l, (struct sockaddr *)&to, sizeof(to)), EISCONN);
 	CHECK_EQ(sendto(c, "hi", 2, MSG_FASTOPEN, (struct sockaddr *)&to, sizeof(to)), 2);
 	CHECK_ERR(sendto(c, "hi", 2, MSG_FASTOPEN, (struct sockaddr *)&to, sizeof(to)), EISCONN);
 	s = CHECK_OK(accept(l, NULL, NULL));

@@ -333,6 +333,9 @@ func (s *sock) Connect(t *kernel.Task, addr []byte, nonblock bool) error {
 	if err != nil {
 		return err
 	}
+	if s.typ == unix.SOCK_STREAM && tcpState(s.ep) == stListen {
+		return unix.EISCONN // __inet_stream_connect: not TCP_CLOSE (netstack: EINVAL)
+	}
 	fa = s.anyMeansLoopback(fa)
 	if err := s.refuse(fa); err != nil {
 		return err
