@@ -42,6 +42,9 @@ that died leaves sandboxes that the next one at the same --state removes.`,
 		o.Strings(&so.templates, "template", "NAME=ROOTFS", "a template: sandboxes of NAME run on the directory ROOTFS (at least base)")
 		o.Strings(&so.images, "image", "NAME=IMAGE", "a template from podman's image store: sandboxes of NAME run on IMAGE's root file system, mounted with podman image mount while the server runs; its config's Env is the base of every process's environment")
 		o.String(&so.domain, "domain", "DOMAIN", "", "also route requests for Host <port>-<sandbox>.DOMAIN to that port of the sandbox")
+		o.Int(&so.cpus, "cpus", "N", e2b.DefaultLimits.CPUs, "every sandbox's CPU limit, in CPUs (its cpuCount)")
+		o.String(&so.memory, "memory", "BYTES", fmt.Sprintf("%dm", e2b.DefaultLimits.MemoryMB), "every sandbox's memory limit, with a k, m or g suffix (its memoryMB)")
+		o.Int(&so.pids, "pids", "N", int(e2b.DefaultLimits.PIDs), "every sandbox's limit of processes and threads")
 		o.Int(&so.pool, "pool", "N", 0, "keep up to N sandboxes of each template booted ahead, handed over at create (as many as the busiest second of the last minute asked for, at least 1)")
 		return func(g *globalOptions, _ []string) error { return serve(g, so) }
 	},
@@ -69,7 +72,18 @@ type serveOptions struct {
 	listen, apiKey, state, domain string
 	tlsCert, tlsKey               string
 	templates, images             []string
-	pool                          int
+	pool, cpus, pids              int
+	memory                        string
+}
+
+// limits are the sandboxes' limits the flags give.
+func (so serveOptions) limits() (e2b.Limits, error) {
+	memory, err := parseBytes(so.memory)
+	if err != nil {
+		return e2b.Limits{}, fmt.Errorf("--memory %v", err)
+	}
+	// e2b.New refuses limits that are no limits, naming the flag's field.
+	return e2b.Limits{CPUs: so.cpus, MemoryMB: memory >> 20, PIDs: int64(so.pids)}, nil
 }
 
 func serve(g *globalOptions, so serveOptions) error {
@@ -84,6 +98,10 @@ func serve(g *globalOptions, so serveOptions) error {
 		return fmt.Errorf("--pool %d: not a count", so.pool)
 	}
 	tlsConfig, err := serveTLS(so.tlsCert, so.tlsKey)
+	if err != nil {
+		return err
+	}
+	limits, err := so.limits()
 	if err != nil {
 		return err
 	}
@@ -141,7 +159,7 @@ func serve(g *globalOptions, so serveOptions) error {
 		return err
 	}
 	srv, err := e2b.New(e2b.Config{
-		APIKey: key, StateDir: state, Templates: templates, TemplateEnv: imageEnv, Moat: self, Domain: so.domain, Pool: so.pool,
+		APIKey: key, StateDir: state, Templates: templates, TemplateEnv: imageEnv, Moat: self, Domain: so.domain, Pool: so.pool, Limits: limits,
 		// The templates' trees are shared by every sandbox: writes stay in
 		// each sandbox's overlay whatever the caller's --rootfs-writes.
 		Flags: []string{"--platform", g.platform, "--rootfs-writes", bundle.WritesOverlay},

@@ -302,7 +302,7 @@ func (s *Server) describe(sb *sandbox, token bool) sandboxJSON {
 	sb.mu.Unlock()
 	started := sb.startedAt
 	j := sandboxJSON{TemplateID: sb.templateID, SandboxID: sb.id, ClientID: clientID, EnvdVersion: envdVersion,
-		StartedAt: &started, EndAt: &endAt, CPUCount: 1, MemoryMB: 512, Metadata: sb.metadata, State: state}
+		StartedAt: &started, EndAt: &endAt, CPUCount: s.cfg.Limits.CPUs, MemoryMB: int(s.cfg.Limits.MemoryMB), Metadata: sb.metadata, State: state}
 	if token {
 		j.EnvdAccessToken = sb.token
 		j.TrafficAccessToken = sb.ingress.token

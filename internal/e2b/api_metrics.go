@@ -2,7 +2,6 @@ package e2b
 
 import (
 	"net/http"
-	goruntime "runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -55,7 +54,7 @@ func (s *Server) sandboxMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	sb.lastCPU = cpuSample{at: now, cpu: cpu}
 	sb.mu.Unlock()
-	m := metricJSON{Timestamp: now.Format(time.RFC3339), TimestampUnix: now.Unix(), CPUCount: goruntime.NumCPU(),
+	m := metricJSON{Timestamp: now.Format(time.RFC3339), TimestampUnix: now.Unix(), CPUCount: s.cfg.Limits.CPUs,
 		MemUsed: st.Memory, MemTotal: st.MemLimit}
 	if elapsed := now.Sub(last.at); elapsed > 0 && cpu >= last.cpu {
 		m.CPUUsedPct = 100 * float64(cpu-last.cpu) / float64(elapsed) / float64(m.CPUCount)

@@ -354,17 +354,17 @@ func TestE2BNetworksMoatCannotHonourAreRefusedNamingTheField(t *testing.T) {
 }
 
 func TestSandboxSpecGivesANetworkItsAnnotationsAndResolver(t *testing.T) {
-	if s := sandboxSpec("/r", "id", "/b", egress{}); s.Annotations[usernet.Annotation] != "" || hasMount(s, "/etc/resolv.conf") {
+	if s := sandboxSpec("/r", "id", "/b", egress{}, DefaultLimits); s.Annotations[usernet.Annotation] != "" || hasMount(s, "/etc/resolv.conf") {
 		t.Errorf("loopback only, yet %v and mounts %v", s.Annotations, s.Mounts)
 	}
-	s := sandboxSpec("/r", "id", "/b", egress{user: true, allow: []string{"a.test", "10.0.0.1:80"}})
+	s := sandboxSpec("/r", "id", "/b", egress{user: true, allow: []string{"a.test", "10.0.0.1:80"}}, DefaultLimits)
 	if s.Annotations[usernet.Annotation] != usernet.AnnotationUser || s.Annotations[netstack.EgressAnnotation] != "a.test,10.0.0.1:80" {
 		t.Errorf("annotations %v", s.Annotations)
 	}
 	if !hasMount(s, "/etc/resolv.conf") {
 		t.Errorf("no resolv.conf mount: %v", s.Mounts)
 	}
-	s = sandboxSpec("/r", "id", "/b", egress{user: true})
+	s = sandboxSpec("/r", "id", "/b", egress{user: true}, DefaultLimits)
 	if _, ok := s.Annotations[netstack.EgressAnnotation]; ok || s.Annotations[usernet.Annotation] != usernet.AnnotationUser {
 		t.Errorf("all of the network, yet annotations %v", s.Annotations)
 	}

@@ -29,10 +29,11 @@ import (
 type runtime struct {
 	root    ocirun.Root
 	bundles string // one bundle directory per sandbox
+	limits  Limits // every sandbox's
 }
 
-func newRuntime(binary string, flags []string, stateDir string) (*runtime, error) {
-	rt := &runtime{bundles: filepath.Join(stateDir, "bundles")}
+func newRuntime(binary string, flags []string, stateDir string, limits Limits) (*runtime, error) {
+	rt := &runtime{bundles: filepath.Join(stateDir, "bundles"), limits: limits}
 	moat := &ocirun.Runtime{Name: "moat", Path: binary,
 		Flags: append([]string{"--log", filepath.Join(stateDir, "moat.log")}, flags...)}
 	rt.root = moat.At(filepath.Join(stateDir, "run"))
@@ -70,11 +71,13 @@ var rootCaps = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWN
 // never written), with its own /dev, /dev/shm and /tmp, and network: its
 // loopback alone, or the user-space network (usernet.Annotation), with
 // the allowlist if any, and the bundle's resolv.conf (writeResolvConf)
-// over the image's. Its init only waits: commands come through exec.
-func sandboxSpec(rootfs, id, bundle string, network egress) *specs.Spec {
+// over the image's; limits hard. Its init only waits: commands come
+// through exec.
+func sandboxSpec(rootfs, id, bundle string, network egress, limits Limits) *specs.Spec {
 	spec := ocirun.Spec([]string{"/bin/sleep", "infinity"}, []string{defaultPath}, "e2b-"+id)
 	spec.Root = &specs.Root{Path: rootfs}
 	spec.Process.Capabilities = capabilities(0)
+	spec.Linux.Resources = limits.resources()
 	spec.Mounts = []specs.Mount{
 		ocirun.Proc(),
 		ocirun.Tmpfs("/dev", "nosuid", "mode=755", "size=1m"),
@@ -138,7 +141,7 @@ func (rt *runtime) boot(id, bundle, rootfs string, network egress) (*instance, e
 			return nil, err
 		}
 	}
-	if err := ocirun.WriteSpec(bundle, sandboxSpec(rootfs, id, bundle, network)); err != nil {
+	if err := ocirun.WriteSpec(bundle, sandboxSpec(rootfs, id, bundle, network, rt.limits)); err != nil {
 		return nil, err
 	}
 	// The sentry keeps create's stdout and stderr as the init's: a file,

@@ -11,7 +11,7 @@ import (
 )
 
 func TestAKilledSandboxIsNeverDialledThroughItsOldDescriptor(t *testing.T) {
-	rt, err := newRuntime("/nonexistent/moat", nil, t.TempDir())
+	rt, err := newRuntime("/nonexistent/moat", nil, t.TempDir(), DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}

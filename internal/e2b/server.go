@@ -55,6 +55,8 @@ type Config struct {
 	// Pool is the most sandboxes of each template kept booted ahead
 	// (how many follows the demand: pool.go); 0 for none.
 	Pool int
+	// Limits are every sandbox's; the zero value is DefaultLimits.
+	Limits Limits
 	// Domain, if set, routes requests whose Host is
 	// <port>-<sandbox id>.<Domain> to that sandbox, as E2B's proxy does.
 	Domain string
@@ -92,7 +94,13 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("template %s: %s is not a directory", name, dir)
 		}
 	}
-	rt, err := newRuntime(cfg.Moat, cfg.Flags, cfg.StateDir)
+	if cfg.Limits == (Limits{}) {
+		cfg.Limits = DefaultLimits
+	}
+	if err := cfg.Limits.check(); err != nil {
+		return nil, err
+	}
+	rt, err := newRuntime(cfg.Moat, cfg.Flags, cfg.StateDir, cfg.Limits)
 	if err != nil {
 		return nil, err
 	}

@@ -236,6 +236,8 @@ eq('the ticker is killed', await ticker.kill(), true)
 const [metric] = await sbx.getMetrics()
 check('getMetrics gives the sandbox\'s CPU and memory', metric && metric.cpuCount > 0 && metric.cpuUsedPct >= 0 &&
   metric.memUsed > 0 && metric.memTotal >= metric.memUsed && metric.timestamp instanceof Date, JSON.stringify(metric))
+eq('getMetrics counts the server\'s limits: 2 CPUs', metric.cpuCount, 2)
+eq('and 512 MiB', metric.memTotal, 512 * 2 ** 20)
 
 // Listing by metadata, timeouts, kill.
 const mine = await Sandbox.list({ query: { metadata: { tag } } }).nextItems()
