@@ -509,30 +509,6 @@ func localResources(p localPolicy, h localHost) (*specs.LinuxResources, error) {
 
 func ptr[T any](v T) *T { return &v }
 
-// parseBytes reads a positive byte count with an optional k, m or g suffix
-// (powers of 1024), as docker --memory does.
-func parseBytes(v string) (int64, error) {
-	s, shift := strings.ToLower(strings.TrimSpace(v)), 0
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'k':
-			shift = 10
-		case 'm':
-			shift = 20
-		case 'g':
-			shift = 30
-		}
-		if shift != 0 {
-			s = s[:n-1]
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 || n > math.MaxInt64>>shift {
-		return 0, fmt.Errorf("%q: want a positive number of bytes, with an optional k, m or g suffix", v)
-	}
-	return n << shift, nil
-}
-
 // localTimeout reads --timeout: a Go duration or a number of seconds; ""
 // is none.
 func localTimeout(v string) (time.Duration, error) {

@@ -170,37 +170,3 @@ func applyUpdateFlags(r *specs.LinuxResources, flags map[string]string) error {
 	}
 	return nil
 }
-
-// parseSize reads a byte count with an optional k, m, g (or kb, mb, gb)
-// suffix, binary multiples, as runc's update takes --memory.
-func parseSize(s string) (int64, error) {
-	if s == "-1" {
-		return -1, nil
-	}
-	mult := int64(1)
-	num := s
-	for _, suf := range []struct {
-		s string
-		m int64
-	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
-		if len(s) > len(suf.s) && (s[len(s)-len(suf.s):] == suf.s || s[len(s)-len(suf.s):] == upper(suf.s)) {
-			num, mult = s[:len(s)-len(suf.s)], suf.m
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("invalid size %q", s)
-	}
-	return n * mult, nil
-}
-
-func upper(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'a' && c <= 'z' {
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
-}
