@@ -113,6 +113,26 @@ func (f *fs) taskFiles(p string, get func() (*kernel.Task, error), thread bool) 
 	memory := func(start, end func(t *kernel.Task) uintptr) func(t *kernel.Task) ([]byte, error) {
 		return func(t *kernel.Task) ([]byte, error) { return guestBytes(t, start(t), end(t)) }
 	}
+	// guarded makes c a file of the task's memory that only its owner
+	// reads (mode 0400) and that opens for a task that may read the
+	// task's memory (Linux's mm_access with PTRACE_MODE_READ_FSCREDS:
+	// the ids, YAMA none, Landlock's domains), else EACCES.
+	guarded := func(c child) child {
+		n := c.node
+		n.mode = unix.S_IFREG | 0o400
+		n.openAs = func(ctx vfs.Context, flags int) (vfs.FileImpl, error) {
+			t, err := get()
+			if err != nil {
+				return nil, err
+			}
+			opener, ok := ctx.(*kernel.Task)
+			if !ok || opener.MM() != t.MM() && !opener.MayPtrace(t, kernel.PtraceReadFSCreds) {
+				return nil, unix.EACCES
+			}
+			return n.Open(flags)
+		}
+		return c
+	}
 	return []child{
 		gen("status", func(t *kernel.Task) ([]byte, error) { return f.status(t, thread) }),
 		gen("stat", func(t *kernel.Task) ([]byte, error) { return f.statLine(t, thread) }),
@@ -120,10 +140,10 @@ func (f *fs) taskFiles(p string, get func() (*kernel.Task, error), thread bool) 
 		rw("comm", commMax, comm, writeComm),
 		gen("cmdline", memory(func(t *kernel.Task) uintptr { return t.MM().Layout.ArgStart },
 			func(t *kernel.Task) uintptr { return t.MM().Layout.ArgEnd })),
-		gen("environ", memory(func(t *kernel.Task) uintptr { return t.MM().Layout.EnvStart },
-			func(t *kernel.Task) uintptr { return t.MM().Layout.EnvEnd })),
-		gen("auxv", memory(func(t *kernel.Task) uintptr { return t.MM().Layout.AuxvStart },
-			func(t *kernel.Task) uintptr { return t.MM().Layout.AuxvEnd })),
+		guarded(gen("environ", memory(func(t *kernel.Task) uintptr { return t.MM().Layout.EnvStart },
+			func(t *kernel.Task) uintptr { return t.MM().Layout.EnvEnd }))),
+		guarded(gen("auxv", memory(func(t *kernel.Task) uintptr { return t.MM().Layout.AuxvStart },
+			func(t *kernel.Task) uintptr { return t.MM().Layout.AuxvEnd }))),
 		gen("maps", maps), gen("smaps_rollup", smapsRollup),
 		{"mem", f.memNode(p+"mem", get)},
 		gen("mounts", mounts), gen("mountinfo", mountinfo), gen("limits", limits),

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/platform/fake"
+	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/kernel/kerneltest"
 )
 
@@ -107,5 +108,78 @@ func TestStatusShowsTheTracerAndATracingStop(t *testing.T) {
 		}
 		g.Call(unix.SYS_KILL, uintptr(child), uintptr(unix.SIGKILL))
 		g.Wait(child, 0)
+	})
+}
+
+// A process's environ and auxv open only for a task that may read its
+// memory (Linux's mm_access, PTRACE_MODE_READ_FSCREDS): a task in a
+// Landlock domain cannot open them of its less restricted parent (the
+// kernel's landlock ptrace_test), while the parent opens its child's and
+// the child its own; status, which shows no memory, opens for both.
+func TestProcEnvironAndAuxvNeedPtraceReadAccess(t *testing.T) {
+	s := sandbox(t)
+	noCaps := &[4]uint64{}
+	runIn(t, s, kerneltest.Init{UID: 1000, GID: 1000, Caps: noCaps}, func(g *fake.Guest) {
+		open := func(g *fake.Guest, path string) unix.Errno {
+			at := unix.AT_FDCWD
+			fd, errno := g.Call(unix.SYS_OPENAT, uintptr(at), g.CString(path), unix.O_RDONLY)
+			if errno == 0 {
+				g.Call(unix.SYS_CLOSE, fd)
+			}
+			return errno
+		}
+		fds := g.Alloc(16)
+		g.Call(unix.SYS_PIPE2, fds, 0)
+		g.Call(unix.SYS_PIPE2, fds+8, 0)
+		// ready: child to parent; done: parent to child.
+		readyR, readyW := uintptr(g.ReadU32(fds)), uintptr(g.ReadU32(fds+4))
+		doneR, doneW := uintptr(g.ReadU32(fds+8)), uintptr(g.ReadU32(fds+12))
+		b := g.Alloc(1)
+		child, _ := g.Fork(func(g *fake.Guest) {
+			attr := g.Alloc(8)
+			g.WriteU64(attr, unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK)
+			rs, errno := g.Call(unix.SYS_LANDLOCK_CREATE_RULESET, attr, 8, 0)
+			if errno != 0 {
+				t.Errorf("landlock_create_ruleset: %v", errno)
+				return
+			}
+			g.Call(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+			if _, errno := g.Call(unix.SYS_LANDLOCK_RESTRICT_SELF, rs, 0); errno != 0 {
+				t.Errorf("landlock_restrict_self: %v", errno)
+			}
+			for _, name := range []string{"/proc/1/environ", "/proc/1/auxv"} {
+				if errno := open(g, name); errno != unix.EACCES {
+					t.Errorf("a Landlock domain's open of its parent's %s: %v, want EACCES", name, errno)
+				}
+			}
+			if errno := open(g, "/proc/1/status"); errno != 0 {
+				t.Errorf("open of the parent's status: %v", errno)
+			}
+			if errno := open(g, "/proc/self/environ"); errno != 0 {
+				t.Errorf("open of its own environ: %v", errno)
+			}
+			g.Call(unix.SYS_WRITE, readyW, b, 1)
+			g.Call(unix.SYS_READ, doneR, b, 1)
+		})
+		g.Call(unix.SYS_READ, readyR, b, 1)
+		for _, name := range []string{"environ", "auxv"} {
+			if errno := open(g, fmt.Sprintf("/proc/%d/%s", child, name)); errno != 0 {
+				t.Errorf("the parent's open of its child's %s: %v", name, errno)
+			}
+		}
+		g.Call(unix.SYS_WRITE, doneW, b, 1)
+		g.Wait(child, 0)
+	})
+}
+
+// /proc/sys/kernel/yama/ptrace_scope says the scope the sandbox's ptrace
+// checks enforce, so that programs (the kernel's landlock ptrace_test)
+// expect what they get.
+func TestYamaPtraceScopeIsTheEnforcedOne(t *testing.T) {
+	s := sandbox(t)
+	runIn(t, s, kerneltest.Init{}, func(g *fake.Guest) {
+		if got, want := readProc(t, g, "/proc/sys/kernel/yama/ptrace_scope"), fmt.Sprintf("%d\n", kernel.PtraceScope); got != want {
+			t.Errorf("ptrace_scope = %q, want %q", got, want)
+		}
 	})
 }

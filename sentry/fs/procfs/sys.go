@@ -57,6 +57,9 @@ func (f *fs) sysDir() *node {
 		number("kernel/ngroups_max", 65536),
 		number("kernel/cap_last_cap", unix.CAP_LAST_CAP),
 		number("kernel/overflowuid", 65534), number("kernel/overflowgid", 65534),
+		// The YAMA scope the sandbox's ptrace checks enforce (fixed: a
+		// write is refused, as for the other read-only sysctls).
+		dir("kernel/yama", number("kernel/yama/ptrace_scope", kernel.PtraceScope)),
 		dir("kernel/random", value("kernel/random/boot_id", bootID),
 			child{"uuid", f.file("sys/kernel/random/uuid", func() ([]byte, error) { return []byte(randomUUID() + "\n"), nil })},
 			number("kernel/random/entropy_avail", 256), number("kernel/random/poolsize", 256)),
