@@ -128,8 +128,6 @@ func TestWithoutCapSysAdminNamespacesAndNamesAreEPERM(t *testing.T) {
 		expectErrno(t, "unshare(CLONE_NEWUTS)", 0, errno, unix.EPERM)
 		_, errno = g.Call(unix.SYS_UNSHARE, unix.CLONE_NEWIPC)
 		expectErrno(t, "unshare(CLONE_NEWIPC)", 0, errno, unix.EPERM)
-		_, errno = g.Call(unix.SYS_UNSHARE, unix.CLONE_NEWUSER)
-		expectErrno(t, "unshare(CLONE_NEWUSER), which the sandbox has none of", 0, errno, unix.EINVAL)
 		r, errno := g.Clone(unix.CLONE_NEWUTS|uint64(unix.SIGCHLD), 0, 0, 0, 0, noChildProgram(t))
 		expectErrno(t, "clone(CLONE_NEWUTS)", r, errno, unix.EPERM)
 		expectErrno(t, "sethostname", 0, sethostname(g, "x"), unix.EPERM)
@@ -139,6 +137,14 @@ func TestWithoutCapSysAdminNamespacesAndNamesAreEPERM(t *testing.T) {
 		expectErrno(t, "unshare of what needs no privilege", 0, errno, 0)
 		_, errno = g.Call(unix.SYS_UNSHARE, unix.CLONE_PTRACE)
 		expectErrno(t, "unshare of an unknown flag", 0, errno, unix.EINVAL)
+		// A user namespace needs no privilege and gives CAP_SYS_ADMIN
+		// inside it alone: the UTS namespace is still the first one's.
+		_, errno = g.Call(unix.SYS_UNSHARE, unix.CLONE_NEWUSER)
+		expectErrno(t, "unshare(CLONE_NEWUSER)", 0, errno, 0)
+		expectErrno(t, "sethostname in the first UTS namespace", 0, sethostname(g, "x"), unix.EPERM)
+		_, errno = g.Call(unix.SYS_UNSHARE, unix.CLONE_NEWUTS)
+		expectErrno(t, "unshare(CLONE_NEWUTS) in the new user namespace", 0, errno, 0)
+		expectErrno(t, "sethostname in a UTS namespace of its own", 0, sethostname(g, "x"), 0)
 	}, kerneltest.Init{UID: 1000, GID: 1000})
 	if got := s.Wait(); got.Code != 0 || got.Signo != 0 {
 		t.Errorf("init ended with %+v; kernel log:\n%s", got, s.Log())

@@ -123,13 +123,36 @@ func chownAt(t *kernel.Task, dirfd int32, pathAddr uintptr, uid, gid uint32, fla
 			return 0, err
 		}
 		defer f.DecRef()
-		return 0, vfs.Fchown(fsCreds(t), f, idArg(uid), idArg(gid))
+		u, g, err := chownIDs(t, uid, gid)
+		if err != nil {
+			return 0, err
+		}
+		return 0, vfs.Fchown(fsCreds(t), f, u, g)
 	}
 	p, err := lookupNameAt(t, dirfd, name, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags)
 	if err != nil {
 		return 0, err
 	}
-	return 0, vfs.Chown(fsCreds(t), p, idArg(uid), idArg(gid))
+	u, g, err := chownIDs(t, uid, gid)
+	if err != nil {
+		return 0, err
+	}
+	return 0, vfs.Chown(fsCreds(t), p, u, g)
+}
+
+// chownIDs are chown's owner and group as kernel ids (-1: unchanged):
+// EINVAL for an id the caller's user namespace does not map.
+func chownIDs(t *kernel.Task, uid, gid uint32) (int64, int64, error) {
+	c := t.Creds()
+	u, err := c.KernelUIDArg(uid)
+	if err != nil {
+		return 0, 0, err
+	}
+	g, err := c.KernelGIDArg(gid)
+	if err != nil {
+		return 0, 0, err
+	}
+	return idArg(u), idArg(g), nil
 }
 
 // Fchown implements Linux syscall fchown(2).
@@ -139,7 +162,11 @@ func Fchown(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, err
 	}
 	defer f.DecRef()
-	return 0, vfs.Fchown(fsCreds(t), f, idArg(a.Uint(1)), idArg(a.Uint(2)))
+	u, g, err := chownIDs(t, a.Uint(1), a.Uint(2))
+	if err != nil {
+		return 0, err
+	}
+	return 0, vfs.Fchown(fsCreds(t), f, u, g)
 }
 
 // Truncate implements Linux syscall truncate(2).
@@ -432,10 +459,10 @@ func FileSetattr(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, unix.EROFS
 	}
 	c := t.FSCreds()
-	if st.UID != c.FSUID && c.Caps&(1<<unix.CAP_FOWNER) == 0 {
+	if st.UID != c.FSUID && !c.CapableOver(&st, unix.CAP_FOWNER) {
 		return 0, unix.EPERM
 	}
-	if xflags&(xflagImmutable|xflagAppend) != 0 && c.Caps&(1<<unix.CAP_LINUX_IMMUTABLE) == 0 {
+	if xflags&(xflagImmutable|xflagAppend) != 0 && !c.Capable(unix.CAP_LINUX_IMMUTABLE) {
 		return 0, unix.EPERM
 	}
 	if xflags&xflagExtSzInherit != 0 && st.Type() != unix.S_IFDIR ||

@@ -111,7 +111,7 @@ func Cachestat(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	if !f.Writable() {
 		c := t.FSCreds()
-		if st.UID != c.FSUID && c.Caps&(1<<unix.CAP_FOWNER) == 0 && c.Permission(&st, vfs.MayWrite) != nil {
+		if st.UID != c.FSUID && !c.CapableOver(&st, unix.CAP_FOWNER) && c.Permission(&st, vfs.MayWrite) != nil {
 			return 0, unix.EPERM
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/moat-sandbox/moat/internal/linuxabi"
 	"github.com/moat-sandbox/moat/sentry/arch"
+	"github.com/moat-sandbox/moat/sentry/fs/nsfs"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 )
 
@@ -148,6 +149,9 @@ func Ioctl(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		if handled, ret, err := terminalIoctl(t, f, term, cmd, arg); handled {
 			return ret, err
 		}
+	}
+	if ns, ok := f.Impl().(*nsfs.File); ok {
+		return nsIoctl(t, ns, cmd, arg)
 	}
 	return f.Impl().Ioctl(cmd, arg, t)
 }

@@ -125,7 +125,7 @@ func linkAt(t *kernel.Task, olddirfd int32, oldAddr uintptr, newdirfd int32, new
 		return 0, unix.EINVAL
 	}
 	c := fsCreds(t)
-	if flags&unix.AT_EMPTY_PATH != 0 && c.Caps&(1<<unix.CAP_DAC_READ_SEARCH) == 0 {
+	if flags&unix.AT_EMPTY_PATH != 0 && !c.Capable(unix.CAP_DAC_READ_SEARCH) {
 		flags &^= unix.AT_EMPTY_PATH // "" is then ENOENT
 	}
 	old, err := lookupAt(t, olddirfd, oldAddr, flags&unix.AT_SYMLINK_FOLLOW != 0, flags)

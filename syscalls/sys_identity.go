@@ -70,29 +70,29 @@ func credField(t *kernel.Task, get func(c *kernel.Credentials) uint32) (uintptr,
 
 // Getuid implements Linux syscall getuid(2).
 func Getuid(t *kernel.Task, _ *arch.SyscallArgs) (uintptr, error) {
-	return credField(t, func(c *kernel.Credentials) uint32 { return c.UID })
+	return credField(t, func(c *kernel.Credentials) uint32 { return c.UIDOf(c.UID) })
 }
 
 // Geteuid implements Linux syscall geteuid(2).
 func Geteuid(t *kernel.Task, _ *arch.SyscallArgs) (uintptr, error) {
-	return credField(t, func(c *kernel.Credentials) uint32 { return c.EUID })
+	return credField(t, func(c *kernel.Credentials) uint32 { return c.UIDOf(c.EUID) })
 }
 
 // Getgid implements Linux syscall getgid(2).
 func Getgid(t *kernel.Task, _ *arch.SyscallArgs) (uintptr, error) {
-	return credField(t, func(c *kernel.Credentials) uint32 { return c.GID })
+	return credField(t, func(c *kernel.Credentials) uint32 { return c.GIDOf(c.GID) })
 }
 
 // Getegid implements Linux syscall getegid(2).
 func Getegid(t *kernel.Task, _ *arch.SyscallArgs) (uintptr, error) {
-	return credField(t, func(c *kernel.Credentials) uint32 { return c.EGID })
+	return credField(t, func(c *kernel.Credentials) uint32 { return c.GIDOf(c.EGID) })
 }
 
 // Getresuid implements Linux syscall getresuid(2).
 func Getresuid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	c := t.Creds()
 	c.Lock()
-	ids := [3]uint32{c.UID, c.EUID, c.SUID}
+	ids := [3]uint32{c.UIDOf(c.UID), c.UIDOf(c.EUID), c.UIDOf(c.SUID)}
 	c.Unlock()
 	return 0, copyOutIDs(t, a, ids)
 }
@@ -101,7 +101,7 @@ func Getresuid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 func Getresgid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	c := t.Creds()
 	c.Lock()
-	ids := [3]uint32{c.GID, c.EGID, c.SGID}
+	ids := [3]uint32{c.GIDOf(c.GID), c.GIDOf(c.EGID), c.GIDOf(c.SGID)}
 	c.Unlock()
 	return 0, copyOutIDs(t, a, ids)
 }
@@ -120,7 +120,10 @@ func Getgroups(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	size := a.Int(0)
 	c := t.Creds()
 	c.Lock()
-	groups := append([]uint32(nil), c.Groups...)
+	groups := make([]uint32, len(c.Groups))
+	for i, g := range c.Groups {
+		groups[i] = c.GIDOf(g)
+	}
 	c.Unlock()
 	if size < 0 {
 		return 0, unix.EINVAL
@@ -139,44 +142,112 @@ func Getgroups(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return uintptr(len(groups)), nil
 }
 
+// uidArgs and gidArgs are the kernel ids of a set*id call's arguments in
+// the caller's user namespace (-1 kept): EINVAL for one it does not map.
+func uidArgs(t *kernel.Task, a *arch.SyscallArgs, n int) ([3]uint32, error) {
+	return idArgs(a, n, t.Creds().KernelUIDArg)
+}
+
+func gidArgs(t *kernel.Task, a *arch.SyscallArgs, n int) ([3]uint32, error) {
+	return idArgs(a, n, t.Creds().KernelGIDArg)
+}
+
+func idArgs(a *arch.SyscallArgs, n int, conv func(uint32) (uint32, error)) ([3]uint32, error) {
+	var ids [3]uint32
+	for i := 0; i < n; i++ {
+		id, err := conv(a.Uint(i))
+		if err != nil {
+			return ids, err
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
 // Setuid implements Linux syscall setuid(2).
 func Setuid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return 0, t.SetUID(a.Uint(0))
+	if a.Uint(0) == ^uint32(0) {
+		return 0, unix.EINVAL
+	}
+	ids, err := uidArgs(t, a, 1)
+	if err != nil {
+		return 0, err
+	}
+	return 0, t.SetUID(ids[0])
 }
 
 // Setgid implements Linux syscall setgid(2).
 func Setgid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return 0, t.Creds().SetGID(a.Uint(0))
+	if a.Uint(0) == ^uint32(0) {
+		return 0, unix.EINVAL
+	}
+	ids, err := gidArgs(t, a, 1)
+	if err != nil {
+		return 0, err
+	}
+	return 0, t.Creds().SetGID(ids[0])
 }
 
 // Setreuid implements Linux syscall setreuid(2).
 func Setreuid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return 0, t.SetREUID(a.Uint(0), a.Uint(1))
+	ids, err := uidArgs(t, a, 2)
+	if err != nil {
+		return 0, err
+	}
+	return 0, t.SetREUID(ids[0], ids[1])
 }
 
 // Setregid implements Linux syscall setregid(2).
 func Setregid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return 0, t.Creds().SetREGID(a.Uint(0), a.Uint(1))
+	ids, err := gidArgs(t, a, 2)
+	if err != nil {
+		return 0, err
+	}
+	return 0, t.Creds().SetREGID(ids[0], ids[1])
 }
 
 // Setresuid implements Linux syscall setresuid(2).
 func Setresuid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return 0, t.SetUIDs(a.Uint(0), a.Uint(1), a.Uint(2))
+	ids, err := uidArgs(t, a, 3)
+	if err != nil {
+		return 0, err
+	}
+	return 0, t.SetUIDs(ids[0], ids[1], ids[2])
 }
 
 // Setresgid implements Linux syscall setresgid(2).
 func Setresgid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return 0, t.Creds().SetGIDs(a.Uint(0), a.Uint(1), a.Uint(2))
+	ids, err := gidArgs(t, a, 3)
+	if err != nil {
+		return 0, err
+	}
+	return 0, t.Creds().SetGIDs(ids[0], ids[1], ids[2])
 }
 
-// Setfsuid implements Linux syscall setfsuid(2).
+// Setfsuid implements Linux syscall setfsuid(2): it answers the old fsuid
+// as the caller's namespace shows it; an id it does not map changes
+// nothing.
 func Setfsuid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return uintptr(t.Creds().SetFSUID(a.Uint(0))), nil
+	c := t.Creds()
+	id, err := c.KernelUIDArg(a.Uint(0))
+	if err != nil || id == ^uint32(0) {
+		c.Lock()
+		defer c.Unlock()
+		return uintptr(c.UIDOf(c.FSUID)), nil
+	}
+	return uintptr(c.UIDOf(c.SetFSUID(id))), nil
 }
 
-// Setfsgid implements Linux syscall setfsgid(2).
+// Setfsgid implements Linux syscall setfsgid(2), as Setfsuid.
 func Setfsgid(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
-	return uintptr(t.Creds().SetFSGID(a.Uint(0))), nil
+	c := t.Creds()
+	id, err := c.KernelGIDArg(a.Uint(0))
+	if err != nil || id == ^uint32(0) {
+		c.Lock()
+		defer c.Unlock()
+		return uintptr(c.GIDOf(c.FSGID)), nil
+	}
+	return uintptr(c.GIDOf(c.SetFSGID(id))), nil
 }
 
 // Setgroups implements Linux syscall setgroups(2).
@@ -191,7 +262,11 @@ func Setgroups(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		if err := copyInStruct(t, a.Ptr(1)+uintptr(4*i), &g); err != nil {
 			return 0, err
 		}
-		groups[i] = g
+		k, ok := t.Creds().UserNamespace().KernelGID(g)
+		if !ok {
+			return 0, unix.EINVAL
+		}
+		groups[i] = k
 	}
 	return 0, t.Creds().SetGroups(groups)
 }

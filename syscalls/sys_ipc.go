@@ -14,11 +14,12 @@ import (
 // ipcCaller describes t for a permission check: Linux compares the
 // effective uid, and the fs gid and groups (in_group_p).
 func ipcCaller(t *kernel.Task) *ipc.Caller {
+	caps := t.CapsIn(kernel.IPCOwner(t.IPCNamespace())) // those over the namespace's objects
 	c := t.Creds()
 	c.Lock()
 	defer c.Unlock()
 	return &ipc.Caller{PID: t.ThreadGroup().PID(), EUID: c.EUID, EGID: c.FSGID, Groups: append([]uint32(nil), c.Groups...),
-		Caps: c.CapEffective}
+		Caps: caps}
 }
 
 // ipc64Perm is struct ipc64_perm on x86-64.

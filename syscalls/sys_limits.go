@@ -61,12 +61,7 @@ func Prlimit64(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return 0, nil
 }
 
-func hasCapSysResource(t *kernel.Task) bool {
-	c := t.Creds()
-	c.Lock()
-	defer c.Unlock()
-	return c.CapEffective&(1<<unix.CAP_SYS_RESOURCE) != 0
-}
+func hasCapSysResource(t *kernel.Task) bool { return t.Capable(unix.CAP_SYS_RESOURCE) }
 
 // Getrusage implements Linux syscall getrusage(2). The resident set is the
 // current one; the children's figures are those of the children reaped.

@@ -66,8 +66,11 @@ func Mount(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if t.Landlocked() {
 		return 0, unix.EPERM
 	}
-	if !t.Capable(unix.CAP_SYS_ADMIN) {
+	if !t.CapableIn(t.MountOwner(), unix.CAP_SYS_ADMIN) {
 		return 0, unix.EPERM
+	}
+	if !inOwnTree(t, target) {
+		return 0, unix.EINVAL
 	}
 	switch {
 	case flags&unix.MS_REMOUNT != 0:
@@ -88,11 +91,17 @@ func Mount(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		if err != nil {
 			return 0, err
 		}
+		if !inOwnTree(t, src) {
+			return 0, unix.EINVAL
+		}
 		_, err = vfs.BindMount(src, target, flags&(mountPerMount|unix.MS_REC))
 		return 0, err
 	case flags&unix.MS_MOVE != 0:
 		t.Log("mount: MS_MOVE is not supported")
 		return 0, unix.EINVAL
+	}
+	if err := mayMountFS(t, fstype); err != nil {
+		return 0, err
 	}
 	root, shown, err := newMountFS(t, fstype, data)
 	if err != nil {
@@ -104,6 +113,48 @@ func Mount(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	m.SetSource(source, shown)
 	return 0, nil
+}
+
+// inOwnTree reports whether p lies in the caller's mount namespace, the
+// only one mount(2) and umount2(2) change (Linux's check_mnt): a
+// descriptor opened before unshare(CLONE_NEWNS) reaches the old tree. The
+// sandbox's first namespace, with CAP_SYS_ADMIN there, is not held to it.
+func inOwnTree(t *kernel.Task, p vfs.Path) bool {
+	if t.Capable(unix.CAP_SYS_ADMIN) {
+		return true
+	}
+	root, _ := t.FS().Get()
+	return vfs.SameTree(root, p)
+}
+
+// mayMountFS is the privilege a new instance of fstype needs beyond
+// CAP_SYS_ADMIN over the mount namespace: in a nested user namespace,
+// only the kinds Linux lets one mount (FS_USERNS_MOUNT), each with
+// CAP_SYS_ADMIN in the namespace owning what it shows: proc the pid
+// namespace, mqueue the IPC namespace, cgroup2 the cgroup namespace;
+// sysfs shows the network namespace, which is the first user
+// namespace's (EPERM).
+func mayMountFS(t *kernel.Task, fstype string) error {
+	if t.Capable(unix.CAP_SYS_ADMIN) {
+		return nil
+	}
+	var owner *kernel.UserNamespace
+	switch fstype {
+	case "tmpfs", "devpts":
+		return nil
+	case "proc":
+		owner = t.PIDNamespace().Owner()
+	case "mqueue":
+		owner = kernel.IPCOwner(t.IPCNamespace())
+	case "cgroup2":
+		owner = t.CgroupNamespace().Owner()
+	default:
+		return unix.EPERM
+	}
+	if !t.CapableIn(owner, unix.CAP_SYS_ADMIN) {
+		return unix.EPERM
+	}
+	return nil
 }
 
 // newMountFS makes a new instance of the file system fstype for mount(2)
@@ -122,6 +173,9 @@ func newMountFS(t *kernel.Task, fstype, data string) (*vfs.Dentry, string, error
 		o, unknown, err := tmpfs.ParseOptions(opts)
 		if err != nil || len(unknown) > 0 {
 			return nil, "", unix.EINVAL
+		}
+		if err := tmpfsOwner(t, opts, &o); err != nil {
+			return nil, "", err
 		}
 		return tmpfs.New(t.Kernel().MemFile, o), data, nil
 	case "proc":
@@ -142,6 +196,30 @@ func newMountFS(t *kernel.Task, fstype, data string) (*vfs.Dentry, string, error
 	return nil, "", unix.ENODEV
 }
 
+// tmpfsOwner gives a new tmpfs's root the owner Linux's shmem_fill_super
+// does: the caller's fs ids, or the uid= and gid= options, ids of the
+// caller's user namespace (EINVAL for one it does not map).
+func tmpfsOwner(t *kernel.Task, opts []string, o *tmpfs.Options) error {
+	c := t.Creds()
+	c.Lock()
+	uid, gid := c.FSUID, c.FSGID
+	c.Unlock()
+	var err error
+	for _, opt := range opts {
+		switch {
+		case strings.HasPrefix(opt, "uid="):
+			uid, err = c.KernelUIDArg(o.UID)
+		case strings.HasPrefix(opt, "gid="):
+			gid, err = c.KernelGIDArg(o.GID)
+		}
+		if err != nil || uid == ^uint32(0) || gid == ^uint32(0) {
+			return unix.EINVAL
+		}
+	}
+	o.UID, o.GID = uid, gid
+	return nil
+}
+
 // Umount2 implements Linux syscall umount2(2): the mount whose root the
 // path names goes (EINVAL for another path); one with mounts on it is
 // EBUSY unless MNT_DETACH. MNT_FORCE and MNT_EXPIRE change nothing here.
@@ -150,7 +228,7 @@ func Umount2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	if flags&^(unix.MNT_FORCE|unix.MNT_DETACH|unix.MNT_EXPIRE|unix.UMOUNT_NOFOLLOW) != 0 {
 		return 0, unix.EINVAL
 	}
-	if !t.Capable(unix.CAP_SYS_ADMIN) {
+	if !t.CapableIn(t.MountOwner(), unix.CAP_SYS_ADMIN) {
 		return 0, unix.EPERM
 	}
 	if flags&unix.MNT_EXPIRE != 0 && flags&(unix.MNT_FORCE|unix.MNT_DETACH) != 0 {
@@ -165,6 +243,9 @@ func Umount2(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 			return 0, unix.EINVAL // Linux checks the mount before asking Landlock
 		}
 		return 0, unix.EPERM
+	}
+	if !inOwnTree(t, p) {
+		return 0, unix.EINVAL
 	}
 	return 0, vfs.Detach(p, flags&unix.MNT_DETACH != 0)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/moat-sandbox/moat/sentry/fs/pidfd"
 	"github.com/moat-sandbox/moat/sentry/kernel"
 	"github.com/moat-sandbox/moat/sentry/kernel/ipc"
+	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
 // Namespaces inside the sandbox: unshare, setns, and the UTS names
@@ -56,14 +57,19 @@ func Setns(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 				return 0, unix.EINVAL
 			}
 			return 0, t.SetPIDNamespace(ns)
-		case nsfs.Single:
-			// The caller's already: joining it changes nothing, after
-			// the checks (its own user namespace cannot be joined).
-			want := map[string]uint64{"net": unix.CLONE_NEWNET, "time": unix.CLONE_NEWTIME,
-				"user": unix.CLONE_NEWUSER}[ns.Kind]
-			if (nstype != 0 && nstype != want) || ns.Kind == "user" {
+		case *kernel.UserNamespace:
+			if nstype != 0 && nstype != unix.CLONE_NEWUSER {
 				return 0, unix.EINVAL
 			}
+			return 0, t.SetUserNamespace(ns)
+		case nsfs.Single:
+			// The caller's already: joining it changes nothing, after
+			// the checks.
+			want := map[string]uint64{"net": unix.CLONE_NEWNET, "time": unix.CLONE_NEWTIME}[ns.Kind]
+			if nstype != 0 && nstype != want {
+				return 0, unix.EINVAL
+			}
+			// They are the first user namespace's.
 			if !t.Capable(unix.CAP_SYS_ADMIN) {
 				return 0, unix.EPERM
 			}
@@ -109,10 +115,11 @@ func Setns(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 }
 
 // utsName copies in a name for sethostname or setdomainname: EPERM
-// without CAP_SYS_ADMIN, checked first as Linux does, EINVAL for a length
+// without CAP_SYS_ADMIN in the user namespace owning the caller's UTS
+// namespace, checked first as Linux does, EINVAL for a length
 // past 64.
 func utsName(t *kernel.Task, a *arch.SyscallArgs) (string, error) {
-	if !t.Capable(unix.CAP_SYS_ADMIN) {
+	if !t.CapableIn(t.UTSNamespace().Owner(), unix.CAP_SYS_ADMIN) {
 		return "", unix.EPERM
 	}
 	n := int32(a[1])
@@ -146,4 +153,75 @@ func Setdomainname(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	}
 	t.UTSNamespace().SetDomainname(name)
 	return 0, nil
+}
+
+// nsIoctl answers the nsfs requests on a namespace file (ioctl_ns(2)):
+// NS_GET_USERNS a descriptor of the user namespace owning it (of a user
+// namespace, its parent), NS_GET_PARENT that of the pid or user namespace
+// it is nested in, each EPERM if it lies outside what the caller's own
+// namespace sees; NS_GET_NSTYPE its CLONE_NEW* kind; NS_GET_OWNER_UID a
+// user namespace's creator's uid in the caller's namespace.
+func nsIoctl(t *kernel.Task, f *nsfs.File, cmd uint32, arg uintptr) (uintptr, error) {
+	kind, ns := f.Namespace()
+	switch cmd {
+	case unix.NS_GET_NSTYPE:
+		return uintptr(map[string]uint64{"cgroup": unix.CLONE_NEWCGROUP, "ipc": unix.CLONE_NEWIPC,
+			"mnt": unix.CLONE_NEWNS, "net": unix.CLONE_NEWNET, "pid": unix.CLONE_NEWPID,
+			"time": unix.CLONE_NEWTIME, "user": unix.CLONE_NEWUSER, "uts": unix.CLONE_NEWUTS}[kind]), nil
+	case unix.NS_GET_OWNER_UID:
+		u, ok := ns.(*kernel.UserNamespace)
+		if !ok {
+			return 0, unix.EINVAL
+		}
+		return 0, copyOutU32(t, arg, t.Creds().UIDOf(u.OwnerUID()))
+	case unix.NS_GET_USERNS, unix.NS_GET_PARENT:
+	default:
+		return 0, unix.ENOTTY
+	}
+	if pidns, ok := ns.(*kernel.PIDNamespace); ok && cmd == unix.NS_GET_PARENT {
+		p := pidns.Parent()
+		if p == nil || !t.PIDNamespace().IsAncestorOf(p) {
+			return 0, unix.EPERM
+		}
+		return installNSFile(t, "pid", p, p.ID())
+	}
+	if _, ok := ns.(*kernel.UserNamespace); !ok && cmd == unix.NS_GET_PARENT {
+		return 0, unix.EINVAL
+	}
+	var owner *kernel.UserNamespace
+	switch ns := ns.(type) {
+	case *kernel.UserNamespace:
+		owner = ns.Parent()
+	case *kernel.PIDNamespace:
+		owner = ns.Owner()
+	case *kernel.UTSNamespace:
+		owner = ns.Owner()
+	case *ipc.Namespace:
+		owner = kernel.IPCOwner(ns)
+	case *kernel.CgroupNamespace:
+		owner = ns.Owner()
+	default: // the sandbox's one network and time namespaces
+		owner = kernel.RootUserNamespace()
+	}
+	if owner == nil || !t.Creds().UserNamespace().IsAncestorOf(owner) {
+		return 0, unix.EPERM
+	}
+	return installNSFile(t, "user", owner, owner.ID())
+}
+
+// installNSFile gives t a close-on-exec descriptor of namespace ns.
+func installNSFile(t *kernel.Task, kind string, ns any, ino uint64) (uintptr, error) {
+	in := &nsfs.Inode{Kind: kind, Ino: ino, NS: ns}
+	p, err := vfs.AnonPath(in)
+	if err != nil {
+		return 0, err
+	}
+	impl, err := in.Open(unix.O_RDONLY)
+	if err != nil {
+		return 0, err
+	}
+	f := vfs.NewFile(impl, p, unix.O_RDONLY)
+	defer f.DecRef()
+	fd, err := t.FDs().Install(f, 0, true, nofile(t))
+	return uintptr(fd), err
 }

@@ -30,7 +30,7 @@ func newSocket(t *kernel.Task, domain, typ, protocol int) (socket.Socket, error)
 	case unix.AF_NETLINK:
 		return netlink.New(t, typ, protocol)
 	case unix.AF_PACKET:
-		if !t.HasCap(unix.CAP_NET_RAW) {
+		if !t.Capable(unix.CAP_NET_RAW) {
 			return nil, unix.EPERM
 		}
 	}

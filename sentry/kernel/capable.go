@@ -1,8 +1,22 @@
 package kernel
 
-// Capable reports whether the task has capability cap in its effective
-// set, as Linux's capable() asks for the caller of a system call.
-func (t *Task) Capable(cap uint) bool {
+// Capable reports whether the task has capability cap in the sandbox's
+// first user namespace, as Linux's capable() asks for the caller of a
+// system call: a task in a nested user namespace has none there.
+func (t *Task) Capable(cap uint) bool { return t.CapableIn(rootUserNS, cap) }
+
+// CapableIn reports whether the task has capability cap in user
+// namespace ns (Linux's ns_capable), which owns what is checked.
+func (t *Task) CapableIn(ns *UserNamespace, cap uint) bool {
+	c := t.creds
+	c.Lock()
+	defer c.Unlock()
+	return capableIn(c.userns, c.CapEffective, c.EUID, ns, cap)
+}
+
+// CapableInOwn reports whether the task has capability cap in its own
+// user namespace (ns_capable(current_user_ns())).
+func (t *Task) CapableInOwn(cap uint) bool {
 	c := t.creds
 	c.Lock()
 	defer c.Unlock()

@@ -22,13 +22,16 @@ type Credentials struct {
 	// (nil: none), which fork, clone and execve keep, as Linux keeps it
 	// in the credentials.
 	landlock *vfs.LandlockDomain
+	// userns is the user namespace the ids and capabilities are of
+	// (ns_user.go); the ids themselves are kernel ids.
+	userns *UserNamespace
 }
 
 // NewCredentials returns credentials for uid and gid, with the capabilities
 // a root process gets (all of them) or none otherwise.
 func NewCredentials(uid, gid uint32, groups []uint32) *Credentials {
 	c := &Credentials{UID: uid, EUID: uid, SUID: uid, FSUID: uid, GID: gid, EGID: gid, SGID: gid, FSGID: gid,
-		Groups: groups}
+		Groups: groups, userns: rootUserNS}
 	if uid == 0 {
 		c.CapEffective, c.CapPermitted = allCaps, allCaps
 	}
@@ -52,7 +55,7 @@ func (c *Credentials) Fork() *Credentials {
 	return &Credentials{UID: c.UID, EUID: c.EUID, SUID: c.SUID, FSUID: c.FSUID, GID: c.GID, EGID: c.EGID,
 		SGID: c.SGID, FSGID: c.FSGID, Groups: append([]uint32(nil), c.Groups...), CapEffective: c.CapEffective,
 		CapPermitted: c.CapPermitted, CapInheritable: c.CapInheritable, CapBounding: c.CapBounding,
-		CapAmbient: c.CapAmbient, keepCaps: c.keepCaps, landlock: c.landlock}
+		CapAmbient: c.CapAmbient, keepCaps: c.keepCaps, landlock: c.landlock, userns: c.userns}
 }
 
 // FSCreds returns the credentials file operations check for t now: its
@@ -62,7 +65,11 @@ func (t *Task) FSCreds() vfs.Creds {
 	c := t.creds
 	c.Lock()
 	defer c.Unlock()
-	return vfs.Creds{FSUID: c.FSUID, FSGID: c.FSGID, Groups: c.Groups, Caps: c.CapEffective, Landlock: c.landlock}
+	v := vfs.Creds{FSUID: c.FSUID, FSGID: c.FSGID, Groups: c.Groups, Caps: c.CapEffective, Landlock: c.landlock}
+	if c.userns != rootUserNS {
+		v.UserNS = c.userns
+	}
+	return v
 }
 
 // AccessCreds returns the credentials access(2) checks with: the real
@@ -74,10 +81,28 @@ func (t *Task) AccessCreds() vfs.Creds {
 	c.Lock()
 	defer c.Unlock()
 	caps := uint64(0)
-	if c.UID == 0 {
+	if c.isRootLocked(c.UID) {
 		caps = c.CapPermitted
 	}
-	return vfs.Creds{FSUID: c.UID, FSGID: c.GID, Groups: c.Groups, Caps: caps}
+	v := vfs.Creds{FSUID: c.UID, FSGID: c.GID, Groups: c.Groups, Caps: caps}
+	if c.userns != rootUserNS {
+		v.UserNS = c.userns
+	}
+	return v
+}
+
+// isRootLocked reports whether kernel uid kid is root (uid 0) in the
+// credentials' user namespace, whose root capabilities(7) speaks of.
+func (c *Credentials) isRootLocked(kid uint32) bool {
+	id, ok := c.userns.MapUID(kid)
+	return ok && id == 0
+}
+
+// UserNamespace is the user namespace of the credentials.
+func (c *Credentials) UserNamespace() *UserNamespace {
+	c.Lock()
+	defer c.Unlock()
+	return c.userns
 }
 
 // LandlockRestrict adds rs to the task's Landlock domain as a new layer

@@ -50,10 +50,10 @@ func (c *Credentials) forExec(f execProgram, u execUnsafe) (*Credentials, bool) 
 	}
 	n.CapPermitted = 0
 	effective := false
-	if n.EUID == 0 || n.UID == 0 {
+	if n.isRootLocked(n.EUID) || n.isRootLocked(n.UID) {
 		n.CapPermitted = old.CapBounding | old.CapInheritable
 	}
-	if n.EUID == 0 {
+	if n.isRootLocked(n.EUID) {
 		effective = true
 	}
 	setID := n.EUID != old.UID || n.EGID != old.GID
@@ -76,7 +76,7 @@ func (c *Credentials) forExec(f execProgram, u execUnsafe) (*Credentials, bool) 
 		n.CapEffective = n.CapAmbient
 	}
 	n.keepCaps = false
-	secure := setID || (n.UID != 0 && (effective || n.CapPermitted&^n.CapAmbient != 0))
+	secure := setID || (!n.isRootLocked(n.UID) && (effective || n.CapPermitted&^n.CapAmbient != 0))
 	return n, secure
 }
 
@@ -100,4 +100,5 @@ func (c *Credentials) replaceWith(next *Credentials) {
 	c.GID, c.EGID, c.SGID, c.FSGID = next.GID, next.EGID, next.SGID, next.FSGID
 	c.CapEffective, c.CapPermitted, c.CapInheritable = next.CapEffective, next.CapPermitted, next.CapInheritable
 	c.CapBounding, c.CapAmbient, c.keepCaps = next.CapBounding, next.CapAmbient, next.keepCaps
+	c.userns = next.userns
 }

@@ -85,8 +85,9 @@ func (c *Credentials) SetREGID(r, e uint32) error {
 
 // fixCaps applies capabilities(7)'s rules for uid changes.
 func (c *Credentials) fixCaps(oldR, oldE, oldS uint32) {
-	wasRoot := oldR == 0 || oldE == 0 || oldS == 0
-	if wasRoot && c.UID != 0 && c.EUID != 0 && c.SUID != 0 {
+	root := c.isRootLocked
+	wasRoot := root(oldR) || root(oldE) || root(oldS)
+	if wasRoot && !root(c.UID) && !root(c.EUID) && !root(c.SUID) {
 		if !c.keepCaps {
 			c.CapPermitted, c.CapEffective = 0, 0
 		}
@@ -94,10 +95,10 @@ func (c *Credentials) fixCaps(oldR, oldE, oldS uint32) {
 		// execs expects to run without capabilities.
 		c.CapAmbient = 0
 	}
-	if oldE == 0 && c.EUID != 0 {
+	if root(oldE) && !root(c.EUID) {
 		c.CapEffective = 0
 	}
-	if oldE != 0 && c.EUID == 0 {
+	if !root(oldE) && root(c.EUID) {
 		c.CapEffective = c.CapPermitted
 	}
 }
@@ -152,10 +153,10 @@ func (c *Credentials) SetFSUID(uid uint32) uint32 {
 	}
 	// capabilities(7): the file system capabilities follow the fs uid in
 	// and out of 0.
-	switch {
-	case old == 0 && c.FSUID != 0:
+	switch root := c.isRootLocked; {
+	case root(old) && !root(c.FSUID):
 		c.CapEffective &^= fsCapabilities
-	case old != 0 && c.FSUID == 0:
+	case !root(old) && root(c.FSUID):
 		c.CapEffective |= c.CapPermitted & fsCapabilities
 	}
 	return old
@@ -182,7 +183,7 @@ func (c *Credentials) SetFSGID(gid uint32) uint32 {
 func (c *Credentials) SetGroups(groups []uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.hasCapLocked(unix.CAP_SETGID) {
+	if !c.hasCapLocked(unix.CAP_SETGID) || !c.userns.SetgroupsAllowed() {
 		return unix.EPERM
 	}
 	sort.Slice(groups, func(i, j int) bool { return groups[i] < groups[j] })

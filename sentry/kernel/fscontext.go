@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
@@ -12,7 +13,13 @@ type FSContext struct {
 	root  vfs.Path
 	cwd   vfs.Path
 	umask uint32
+	// sharers counts the other live tasks holding the context (CLONE_FS),
+	// which setns of a user namespace refuses.
+	sharers atomic.Int32
 }
+
+// shared reports whether another live task holds f.
+func (f *FSContext) shared() bool { return f.sharers.Load() > 0 }
 
 // NewFSContext returns a context rooted at root with cwd as working directory.
 func NewFSContext(root, cwd vfs.Path, umask uint32) *FSContext {

@@ -129,8 +129,8 @@ func New(c Config) (*Kernel, error) {
 	}
 	k.rootPIDNS = newRootPIDNamespace()
 	k.ipcns = k.newRootIPC()
-	k.utsns = newUTSNamespace(c.Hostname, defaultDomain)
-	k.cgroupns = newCgroupNamespace()
+	k.utsns = newUTSNamespace(c.Hostname, defaultDomain, rootUserNS)
+	k.cgroupns = newCgroupNamespace(rootUserNS)
 	k.sbLimits.wake = make(chan struct{}, 1)
 	return k, nil
 }

@@ -92,7 +92,7 @@ func (k *Kernel) mayAddTaskLocked(t *Task, limit uint64) bool {
 // task of c's real user, and that user.
 func (k *Kernel) nprocRoomLocked(c *Credentials, limit uint64) (uint32, bool) {
 	c.Lock()
-	uid, eff := c.UID, c.CapEffective
+	uid, eff := c.UID, capsIn(c.userns, c.CapEffective, c.EUID, rootUserNS)
 	c.Unlock()
 	if uid == 0 || eff&(1<<unix.CAP_SYS_RESOURCE|1<<unix.CAP_SYS_ADMIN) != 0 {
 		return uid, true

@@ -8,9 +8,17 @@ import "github.com/moat-sandbox/moat/sentry/fs/nsfs"
 // path a process sees, only the identity /proc/<pid>/ns/cgroup shows and
 // setns(2) joins, as on Linux for a process that never leaves the cgroup
 // it made its namespace in.
-type CgroupNamespace struct{ id uint64 }
+type CgroupNamespace struct {
+	id    uint64
+	owner *UserNamespace
+}
 
-func newCgroupNamespace() *CgroupNamespace { return &CgroupNamespace{id: nsfs.NewIno()} }
+func newCgroupNamespace(owner *UserNamespace) *CgroupNamespace {
+	return &CgroupNamespace{id: nsfs.NewIno(), owner: owner}
+}
+
+// Owner is the user namespace the namespace was made in.
+func (c *CgroupNamespace) Owner() *UserNamespace { return c.owner }
 
 // ID is the namespace's inode number.
 func (c *CgroupNamespace) ID() uint64 { return c.id }

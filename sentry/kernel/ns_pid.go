@@ -32,6 +32,7 @@ type PIDNamespace struct {
 	parent *PIDNamespace
 	level  int
 	ino    uint64 // its nsfs inode number, as /proc/<pid>/ns/pid shows it
+	owner  *UserNamespace
 
 	mu       sync.Mutex
 	toRoot   map[int32]int32 // this namespace's id -> root id
@@ -45,7 +46,7 @@ type PIDNamespace struct {
 }
 
 func newRootPIDNamespace() *PIDNamespace {
-	return &PIDNamespace{ino: nsfs.NewIno(), nextID: 1}
+	return &PIDNamespace{ino: nsfs.NewIno(), nextID: 1, owner: rootUserNS}
 }
 
 // newChild returns a namespace nested in ns.
@@ -59,6 +60,13 @@ func (ns *PIDNamespace) newChild() (*PIDNamespace, error) {
 
 // ID is the namespace's inode number.
 func (ns *PIDNamespace) ID() uint64 { return ns.ino }
+
+// Owner is the user namespace the namespace was made in, which mounting
+// a proc of it asks for CAP_SYS_ADMIN in.
+func (ns *PIDNamespace) Owner() *UserNamespace { return ns.owner }
+
+// Parent is the namespace ns is nested in, nil for the first.
+func (ns *PIDNamespace) Parent() *PIDNamespace { return ns.parent }
 
 // IsAncestorOf reports whether o is ns or nested (at any depth) in it.
 func (ns *PIDNamespace) IsAncestorOf(o *PIDNamespace) bool {
@@ -312,7 +320,7 @@ func (t *Task) newPIDNamespaceFor() (*PIDNamespace, error) {
 // made in ns, which must be its own or one nested in it (EINVAL), as
 // Linux's pidns_install allows.
 func (t *Task) SetPIDNamespace(ns *PIDNamespace) error {
-	if !t.Capable(unix.CAP_SYS_ADMIN) {
+	if !t.CapableInOwn(unix.CAP_SYS_ADMIN) || !t.CapableIn(ns.owner, unix.CAP_SYS_ADMIN) {
 		return unix.EPERM
 	}
 	if !t.tg.pidns.IsAncestorOf(ns) {

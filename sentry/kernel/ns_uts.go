@@ -11,6 +11,7 @@ import (
 // in it alone.
 type UTSNamespace struct {
 	id       uint64 // the inode number /proc/<pid>/ns/uts shows
+	owner    *UserNamespace
 	mu       sync.Mutex
 	hostname string
 	domain   string
@@ -19,9 +20,13 @@ type UTSNamespace struct {
 // defaultDomain is a new system's NIS domain name (UTS_DOMAINNAME).
 const defaultDomain = "(none)"
 
-func newUTSNamespace(hostname, domain string) *UTSNamespace {
-	return &UTSNamespace{id: nsfs.NewIno(), hostname: hostname, domain: domain}
+func newUTSNamespace(hostname, domain string, owner *UserNamespace) *UTSNamespace {
+	return &UTSNamespace{id: nsfs.NewIno(), hostname: hostname, domain: domain, owner: owner}
 }
+
+// Owner is the user namespace the namespace was made in, which
+// sethostname(2) asks for CAP_SYS_ADMIN in.
+func (u *UTSNamespace) Owner() *UserNamespace { return u.owner }
 
 // ID is the namespace's inode number.
 func (u *UTSNamespace) ID() uint64 { return u.id }
@@ -49,7 +54,7 @@ func (u *UTSNamespace) SetDomainname(name string) {
 
 // copy is a new namespace with u's names (unshare or clone with
 // CLONE_NEWUTS).
-func (u *UTSNamespace) copy() *UTSNamespace {
+func (u *UTSNamespace) copy(owner *UserNamespace) *UTSNamespace {
 	h, d := u.Names()
-	return newUTSNamespace(h, d)
+	return newUTSNamespace(h, d, owner)
 }

@@ -58,8 +58,10 @@ func (t *Task) MayPtrace(target *Task, mode PtraceMode) bool {
 	if mode&PtraceModeFSCreds != 0 {
 		uid, gid = c.FSUID, c.FSGID
 	}
-	hasCap := c.hasCapLocked(unix.CAP_SYS_PTRACE)
 	c.Unlock()
+	// CAP_SYS_PTRACE counts in the target's user namespace
+	// (ptrace_has_cap).
+	hasCap := t.CapableIn(target.creds.UserNamespace(), unix.CAP_SYS_PTRACE)
 	if !hasCap {
 		tc := target.creds
 		tc.Lock()

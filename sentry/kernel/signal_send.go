@@ -153,14 +153,15 @@ func (t *Task) forceSignal(info SigInfo) {
 func (t *Task) CanSignal(tg *ThreadGroup) bool {
 	c := t.creds
 	c.Lock()
-	uid, euid, caps := c.UID, c.EUID, c.CapEffective
+	uid, euid := c.UID, c.EUID
 	c.Unlock()
-	if caps&(1<<unix.CAP_KILL) != 0 {
-		return true
-	}
 	target := tg.Leader()
 	if target == nil {
 		return true // a zombie: a signal does nothing to it
+	}
+	// CAP_KILL counts in the target's user namespace (kill_ok_by_cred).
+	if t.CapableIn(target.creds.UserNamespace(), unix.CAP_KILL) {
+		return true
 	}
 	tc := target.creds
 	tc.Lock()

@@ -41,6 +41,7 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 		f&unix.CLONE_PIDFD != 0 && (o.PidFD == nil || f&(unix.CLONE_THREAD|unix.CLONE_DETACHED) != 0):
 		return 0, unix.EINVAL
 	case f&(unix.CLONE_THREAD|unix.CLONE_NEWUSER) == unix.CLONE_THREAD|unix.CLONE_NEWUSER,
+		f&(unix.CLONE_FS|unix.CLONE_NEWUSER) == unix.CLONE_FS|unix.CLONE_NEWUSER,
 		f&(unix.CLONE_THREAD|unix.CLONE_NEWPID) == unix.CLONE_THREAD|unix.CLONE_NEWPID,
 		// A new IPC namespace cannot share the old one's undo list.
 		f&(unix.CLONE_NEWIPC|unix.CLONE_SYSVSEM) == unix.CLONE_NEWIPC|unix.CLONE_SYSVSEM:
@@ -54,9 +55,19 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	if err := t.checkNewNamespaces(f); err != nil {
 		return 0, err
 	}
+	userns, err := t.newUserNamespaceFor(f)
+	if err != nil {
+		return 0, err
+	}
 	ns, err := t.clonePIDNamespace(f)
 	if err != nil {
 		return 0, err
+	}
+	if f&unix.CLONE_NEWPID != 0 {
+		ns.owner = t.creds.UserNamespace()
+		if userns != nil {
+			ns.owner = userns
+		}
 	}
 	if f&unix.CLONE_SETTLS != 0 && o.TLS >= uint64(t.mm.MaxAddr()) {
 		// As for arch_prctl(ARCH_SET_FS): Linux refuses a base beyond user
@@ -111,10 +122,14 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	}
 	if f&unix.CLONE_FS != 0 {
 		child.fs = t.fs
+		t.fs.sharers.Add(1)
 	} else {
 		child.fs = t.fs.Fork()
 	}
 	child.creds = t.creds.Fork()
+	if userns != nil {
+		child.creds.enterUserNamespace(userns)
+	}
 	child.prctl = t.prctl
 	t.inheritSeccomp(child)
 	child.prctl.PdeathSig = 0
@@ -133,6 +148,9 @@ func (t *Task) Clone(o CloneOptions) (int32, error) {
 	}
 	undo := func() {
 		child.fds.DecRef()
+		if f&unix.CLONE_FS != 0 {
+			t.fs.sharers.Add(-1)
+		}
 		if !m.DecUsers() {
 			ctx.Release()
 		}

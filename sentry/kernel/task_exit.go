@@ -104,6 +104,7 @@ func (t *Task) exit() {
 		t.ctx.Release()
 	}
 	t.fds.DecRef()
+	t.fs.sharers.Add(-1) // from 0 when alone: only a count above 0 means shared
 	t.creds.Lock()
 	uid := t.creds.UID
 	t.creds.Unlock()

@@ -7,39 +7,69 @@ import (
 	"github.com/moat-sandbox/moat/sentry/vfs"
 )
 
-// A task's namespaces. The sandbox has UTS, IPC, mount, pid and cgroup
-// namespaces of its own to give: unshare(2) and clone(2) make new ones for
-// a task with CAP_SYS_ADMIN, setns(2) joins a UTS, IPC, pid or cgroup one
-// (ns_cgroup.go says what a cgroup namespace is here). A mount
-// namespace is a copy of the mount tree the task's root lies in
-// (vfs.CopyTree), held by its file-system context, which moves into it; a
-// pid namespace is the one the task's next children are made in
-// (ns_pid.go). The other kinds (net, time, user) the sandbox has one of
-// each: asked for a new one,
-// it answers as Linux built without that kind does (EINVAL), after the
-// privilege check (EPERM) Linux makes first. A task's namespaces change
-// only in the task itself, under its process's mu, which others hold to
-// read them (/proc/<pid>/ns).
+// A task's namespaces. The sandbox has UTS, IPC, mount, pid, cgroup and
+// user namespaces of its own to give: unshare(2) and clone(2) make new
+// ones for a task with CAP_SYS_ADMIN in its user namespace (a new user
+// namespace needs none, and its creator has that capability in it, where
+// the other namespaces of the same call are made), setns(2) joins a UTS,
+// IPC, pid, cgroup or user one (ns_cgroup.go says what a cgroup
+// namespace is here, ns_user.go a user namespace). Each namespace records
+// the user namespace it was made in, its owner: the privilege over it is
+// CAP_SYS_ADMIN there. A mount namespace is a copy of the mount tree the
+// task's root lies in (vfs.CopyTree), held by its file-system context,
+// which moves into it; a copy for a less privileged owner has its mounts
+// locked in place. A pid namespace is the one the task's next children
+// are made in (ns_pid.go). The other kinds (net, time) the sandbox has
+// one of each: asked for a new one, it answers as Linux built without
+// that kind does (EINVAL), after the privilege check (EPERM) Linux makes
+// first. A task's namespaces change only in the task itself, under its
+// process's mu, which others hold to read them (/proc/<pid>/ns).
 
 // newNamespaces are the kinds the kernel can make.
-const newNamespaces = unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWCGROUP
+const newNamespaces = unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
+	unix.CLONE_NEWCGROUP | unix.CLONE_NEWUSER
 
 // checkNewNamespaces is the check clone and unshare make of the
 // namespaces flags ask for.
 func (t *Task) checkNewNamespaces(flags uint64) error {
-	if flags&unix.CLONE_NEWUSER != 0 {
-		return unix.EINVAL // no user namespaces: Linux without CONFIG_USER_NS
-	}
-	if flags&cloneNamespaces == 0 {
+	others := flags & cloneNamespaces &^ unix.CLONE_NEWUSER
+	if others == 0 {
 		return nil
 	}
-	if !t.Capable(unix.CAP_SYS_ADMIN) {
+	if flags&unix.CLONE_NEWUSER == 0 && !t.CapableInOwn(unix.CAP_SYS_ADMIN) {
 		return unix.EPERM
 	}
-	if flags&cloneNamespaces&^newNamespaces != 0 {
+	if others&^newNamespaces != 0 {
 		return unix.EINVAL
 	}
 	return nil
+}
+
+// newUserNamespaceFor makes the user namespace CLONE_NEWUSER in flags
+// asks for (nil without it), nested in the task's.
+func (t *Task) newUserNamespaceFor(flags uint64) (*UserNamespace, error) {
+	if flags&unix.CLONE_NEWUSER == 0 {
+		return nil, nil
+	}
+	c := t.creds
+	c.Lock()
+	defer c.Unlock()
+	return c.userns.newChild(c.EUID, c.EGID, c.hasCapLocked(unix.CAP_SETFCAP))
+}
+
+// mountOwner is the user namespace of the mount tree p lies in.
+func mountOwner(p vfs.Path) *UserNamespace {
+	if ns, ok := vfs.Owner(p).(*UserNamespace); ok {
+		return ns
+	}
+	return rootUserNS
+}
+
+// MountOwner is the user namespace owning the task's mount namespace,
+// which mount(2) asks for CAP_SYS_ADMIN in.
+func (t *Task) MountOwner() *UserNamespace {
+	root, _ := t.fs.Get()
+	return mountOwner(root)
 }
 
 // UTSNamespace is the task's UTS namespace.
@@ -72,29 +102,35 @@ func (t *Task) setNamespaces(uts *UTSNamespace, ipcns *ipc.Namespace, cg *Cgroup
 }
 
 // cloneNamespacesFor gives child its namespaces: t's, or new ones as
-// flags ask (already checked).
+// flags ask (already checked), owned by the child's user namespace.
 func (t *Task) cloneNamespacesFor(child *Task, flags uint64) {
+	owner := child.creds.userns
 	child.utsns, child.ipcns, child.cgroupns = t.utsns, t.ipcns, t.cgroupns
 	if flags&unix.CLONE_NEWCGROUP != 0 {
-		child.cgroupns = newCgroupNamespace()
+		child.cgroupns = newCgroupNamespace(owner)
 	}
 	if flags&unix.CLONE_NEWUTS != 0 {
-		child.utsns = t.utsns.copy()
+		child.utsns = t.utsns.copy(owner)
 	}
 	if flags&unix.CLONE_NEWIPC != 0 {
 		child.ipcns = t.ipcns.New()
+		child.ipcns.Owner = owner
 	}
 	if flags&unix.CLONE_NEWNS != 0 {
-		child.fs.newMountNamespace() // a copy: CLONE_FS with CLONE_NEWNS is refused
+		child.fs.newMountNamespace(owner) // a copy: CLONE_FS with CLONE_NEWNS is refused
 	}
 }
 
-// newMountNamespace moves f into a mount tree of its own: a copy of the
-// one its root lies in.
-func (f *FSContext) newMountNamespace() {
+// newMountNamespace moves f into a mount tree of its own owned by owner:
+// a copy of the one its root lies in, locked if owner is not that one's.
+func (f *FSContext) newMountNamespace(owner *UserNamespace) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	remap := vfs.CopyTree(f.root)
+	var o any
+	if owner != rootUserNS {
+		o = owner
+	}
+	remap := vfs.CopyTree(f.root, o, owner != mountOwner(f.root))
 	f.root, f.cwd = remap(f.root), remap(f.cwd)
 }
 
@@ -138,18 +174,31 @@ func (t *Task) Unshare(flags uint64) error {
 	if err := t.checkNewNamespaces(flags); err != nil {
 		return err
 	}
+	userns, err := t.newUserNamespaceFor(flags)
+	if err != nil {
+		return err
+	}
+	owner := t.creds.UserNamespace()
+	if userns != nil {
+		owner = userns
+	}
 	var pidns *PIDNamespace
 	if flags&unix.CLONE_NEWPID != 0 {
-		var err error
 		if pidns, err = t.newPIDNamespaceFor(); err != nil {
 			return err
 		}
+		pidns.owner = owner
+	}
+	if userns != nil {
+		t.creds.enterUserNamespace(userns)
 	}
 	if flags&unix.CLONE_FS != 0 {
-		t.fs = t.fs.Fork()
+		old := t.fs
+		t.fs = old.Fork()
+		old.sharers.Add(-1)
 	}
 	if flags&unix.CLONE_NEWNS != 0 {
-		t.fs.newMountNamespace()
+		t.fs.newMountNamespace(owner)
 	}
 	if flags&unix.CLONE_FILES != 0 && t.fds.shared() {
 		fds := t.fds.Fork()
@@ -162,14 +211,15 @@ func (t *Task) Unshare(flags uint64) error {
 	var uts *UTSNamespace
 	var ipcns *ipc.Namespace
 	if flags&unix.CLONE_NEWUTS != 0 {
-		uts = t.utsns.copy()
+		uts = t.utsns.copy(owner)
 	}
 	if flags&unix.CLONE_NEWIPC != 0 {
 		ipcns = t.ipcns.New()
+		ipcns.Owner = owner
 	}
 	var cg *CgroupNamespace
 	if flags&unix.CLONE_NEWCGROUP != 0 {
-		cg = newCgroupNamespace()
+		cg = newCgroupNamespace(owner)
 	}
 	t.setNamespaces(uts, ipcns, cg)
 	if pidns != nil {
@@ -181,10 +231,16 @@ func (t *Task) Unshare(flags uint64) error {
 }
 
 // SetNS implements setns(2) on namespace files: joining the UTS, IPC and
-// cgroup namespaces given (nil: not that kind), with CAP_SYS_ADMIN (EPERM
-// without). Joining an IPC namespace drops the undo list, as unshare does.
+// cgroup namespaces given (nil: not that kind), with CAP_SYS_ADMIN in the
+// task's own user namespace and in each one's owner (EPERM without).
+// Joining an IPC namespace drops the undo list, as unshare does.
 func (t *Task) SetNS(uts *UTSNamespace, ipcns *ipc.Namespace, cg *CgroupNamespace) error {
-	if !t.Capable(unix.CAP_SYS_ADMIN) {
+	if !t.CapableInOwn(unix.CAP_SYS_ADMIN) {
+		return unix.EPERM
+	}
+	if uts != nil && !t.CapableIn(uts.owner, unix.CAP_SYS_ADMIN) ||
+		ipcns != nil && !t.CapableIn(IPCOwner(ipcns), unix.CAP_SYS_ADMIN) ||
+		cg != nil && !t.CapableIn(cg.owner, unix.CAP_SYS_ADMIN) {
 		return unix.EPERM
 	}
 	if ipcns != nil {
@@ -194,12 +250,41 @@ func (t *Task) SetNS(uts *UTSNamespace, ipcns *ipc.Namespace, cg *CgroupNamespac
 	return nil
 }
 
+// IPCOwner is the user namespace owning ns.
+func IPCOwner(ns *ipc.Namespace) *UserNamespace {
+	if o, ok := ns.Owner.(*UserNamespace); ok {
+		return o
+	}
+	return rootUserNS
+}
+
+// SetUserNamespace is setns(2) of a user namespace (Linux's
+// userns_install): EINVAL for the task's own, or for a task sharing its
+// process or file-system context; EPERM without CAP_SYS_ADMIN in ns. The
+// task then has every capability in ns, as its creator did.
+func (t *Task) SetUserNamespace(ns *UserNamespace) error {
+	if ns == t.creds.UserNamespace() {
+		return unix.EINVAL
+	}
+	t.tg.mu.Lock()
+	alone := len(t.tg.tasks) == 1
+	t.tg.mu.Unlock()
+	if !alone || t.fs.shared() {
+		return unix.EINVAL
+	}
+	if !t.CapableIn(ns, unix.CAP_SYS_ADMIN) {
+		return unix.EPERM
+	}
+	t.creds.enterUserNamespace(ns)
+	return nil
+}
+
 // PivotRoot implements pivot_root(2)'s change for the task: vfs.Pivot in
 // its tree, then its root and working directory, where they were the old
 // root, move to the new one (Linux moves every process's; the sandbox
 // moves those of the tasks sharing this file-system context).
 func (t *Task) PivotRoot(newRoot, putOld vfs.Path) error {
-	if !t.Capable(unix.CAP_SYS_ADMIN) {
+	if !t.CapableIn(t.MountOwner(), unix.CAP_SYS_ADMIN) {
 		return unix.EPERM
 	}
 	f := t.fs

@@ -100,7 +100,7 @@ func (tty *TTY) Opened(t *Task, flags int) {
 // CAP_SYS_ADMIN; a file opened without read access needs CAP_SYS_ADMIN.
 // A leader whose session the terminal already controls succeeds.
 func (tty *TTY) SetControlling(t *Task, steal, readable bool) error {
-	admin := t.HasCap(unix.CAP_SYS_ADMIN)
+	admin := t.Capable(unix.CAP_SYS_ADMIN)
 	k := t.k
 	k.treeMu.Lock()
 	defer k.treeMu.Unlock()

@@ -100,7 +100,7 @@ func chmod(c *Creds, s AttrSetter, st Stat, d *Dentry, mode uint32) error {
 		return unix.EPERM
 	}
 	mode &= 0o7777
-	if mode&unix.S_ISGID != 0 && !c.inGroup(st.GID) && !c.capable(unix.CAP_FSETID) {
+	if mode&unix.S_ISGID != 0 && !c.inGroup(st.GID) && !c.capableOver(&st, unix.CAP_FSETID) {
 		mode &^= unix.S_ISGID
 	}
 	return setAttr(s, d, &Attr{Mask: SetMode, Mode: mode})
@@ -132,14 +132,14 @@ func Fchown(c *Creds, f *File, uid, gid int64) error {
 func chown(c *Creds, s AttrSetter, st Stat, d *Dentry, uid, gid int64) error {
 	a := Attr{}
 	if uid != -1 {
-		if !(c.FSUID == st.UID && uint32(uid) == st.UID) && !c.capable(unix.CAP_CHOWN) {
+		if !(c.FSUID == st.UID && uint32(uid) == st.UID) && !c.capableOver(&st, unix.CAP_CHOWN) {
 			return unix.EPERM
 		}
 		a.Mask |= SetUID
 		a.UID = uint32(uid)
 	}
 	if gid != -1 {
-		if !(c.FSUID == st.UID && (uint32(gid) == st.GID || c.inGroup(uint32(gid)))) && !c.capable(unix.CAP_CHOWN) {
+		if !(c.FSUID == st.UID && (uint32(gid) == st.GID || c.inGroup(uint32(gid)))) && !c.capableOver(&st, unix.CAP_CHOWN) {
 			return unix.EPERM
 		}
 		a.Mask |= SetGID
@@ -147,7 +147,7 @@ func chown(c *Creds, s AttrSetter, st Stat, d *Dentry, uid, gid int64) error {
 	}
 	if st.Type() != unix.S_IFDIR {
 		mode := st.Mode & 0o7777 &^ unix.S_ISUID
-		if st.Mode&unix.S_ISGID != 0 && (st.Mode&unix.S_IXGRP != 0 || !c.inGroup(st.GID) && !c.capable(unix.CAP_FSETID)) {
+		if st.Mode&unix.S_ISGID != 0 && (st.Mode&unix.S_IXGRP != 0 || !c.inGroup(st.GID) && !c.capableOver(&st, unix.CAP_FSETID)) {
 			mode &^= unix.S_ISGID
 		}
 		if mode != st.Mode&0o7777 {
@@ -207,7 +207,7 @@ func Utimes(c *Creds, p Path, times *[2]unix.Timespec) error {
 // killPriv adds to a the loss of setuid and setgid bits that changing a
 // file's contents costs a caller without CAP_FSETID (should_remove_suid).
 func (c *Creds) killPriv(st *Stat, a *Attr) {
-	if c.capable(unix.CAP_FSETID) || st.Type() != unix.S_IFREG {
+	if c.capableOver(st, unix.CAP_FSETID) || st.Type() != unix.S_IFREG {
 		return
 	}
 	mode := st.Mode & 0o7777 &^ unix.S_ISUID

@@ -28,7 +28,11 @@ func BindMount(src, dst Path, flags int) (*Mount, error) {
 	if src.Dentry.isDir != dst.Dentry.isDir {
 		return nil, unix.ENOTDIR
 	}
-	m := bindOf(src.Mount, src.Dentry, flags&bindFlags)
+	if flags&unix.MS_REC == 0 && HasLockedChildren(src) {
+		return nil, unix.EINVAL
+	}
+	m := bindOf(src.Mount, src.Dentry, flags&bindFlags|src.Mount.lockedFlags)
+	m.owner, m.lockedFlags = dst.Mount.owner, src.Mount.lockedFlags
 	if flags&unix.MS_REC != 0 {
 		copySubmounts(src.Mount, src.Dentry, m)
 	}
@@ -74,6 +78,7 @@ func copySubmounts(orig *Mount, root *Dentry, to *Mount) {
 	for _, c := range under {
 		cp := bindOf(c, c.root, c.Flags)
 		cp.parent, cp.point = to, c.point
+		cp.owner, cp.locked, cp.lockedFlags = to.owner, c.locked, c.lockedFlags
 		to.mu.Lock()
 		if to.children == nil {
 			to.children = make(map[*Dentry]*Mount)

@@ -135,6 +135,18 @@ type Mount struct {
 	Type  string
 	Flags int       // MS_RDONLY, MS_NOSUID, ...
 	meta  mountMeta // what /proc/<pid>/mountinfo shows (mountinfo.go)
+	// owner is the user namespace of the mount namespace the mount is in
+	// (nil: the sandbox's first), which mount(2) asks for CAP_SYS_ADMIN
+	// in; every mount of a tree has the same.
+	owner any
+	// locked: the mount came into a tree owned by a less privileged user
+	// namespace along with the mount it is on, and cannot be taken off
+	// it there (Linux's MNT_LOCKED): it may hide what the namespace's
+	// creator could not see. lockedFlags are the per-mount flags of
+	// those in MS_RDONLY, MS_NOSUID, MS_NODEV and MS_NOEXEC it had then,
+	// which a remount cannot clear (MNT_LOCK_*); a bind of it keeps them.
+	locked      bool
+	lockedFlags int
 
 	mu       sync.Mutex
 	children map[*Dentry]*Mount // mounts attached at dentries of this mount
@@ -161,7 +173,8 @@ func Attach(p Path, root *Dentry, fsType string, flags int) (*Mount, error) {
 	if p.Dentry.isDir != root.isDir {
 		return nil, unix.ENOTDIR
 	}
-	m := &Mount{root: root, parent: p.Mount, point: p.Dentry, Type: fsType, Flags: flags, meta: newMountMeta(false, flags)}
+	m := &Mount{root: root, parent: p.Mount, point: p.Dentry, Type: fsType, Flags: flags, meta: newMountMeta(false, flags),
+		owner: p.Mount.owner}
 	pin(p.Dentry)
 	p.Mount.mu.Lock()
 	if p.Mount.children == nil {

@@ -11,7 +11,11 @@ import "golang.org/x/sys/unix"
 // over the same dentries, with the same flags and description and new
 // ids, as a new mount namespace starts. It returns where a path of the old
 // tree leads in the copy (a path in no mount of the tree is kept).
-func CopyTree(p Path) func(Path) Path {
+//
+// owner is the new tree's user namespace; lock (a namespace less
+// privileged than the old tree's) locks every copied mount but the root
+// on the one it is on, and its flags.
+func CopyTree(p Path, owner any, lock bool) func(Path) Path {
 	top := p.Mount
 	for top.parent != nil {
 		top = top.parent
@@ -21,7 +25,12 @@ func CopyTree(p Path) func(Path) Path {
 	copyMount = func(orig, parent *Mount) *Mount {
 		meta, fresh := orig.meta, newMountMeta(parent == nil, 0)
 		meta.id, meta.outsideID = fresh.id, fresh.outsideID
-		cp := &Mount{root: orig.root, parent: parent, point: orig.point, Type: orig.Type, Flags: orig.Flags, meta: meta}
+		cp := &Mount{root: orig.root, parent: parent, point: orig.point, Type: orig.Type, Flags: orig.Flags, meta: meta,
+			owner: owner, locked: orig.locked, lockedFlags: orig.lockedFlags}
+		if lock {
+			cp.locked = parent != nil
+			cp.lockedFlags |= orig.Flags & lockableFlags
+		}
 		copies[orig] = cp
 		orig.mu.Lock()
 		children := make(map[*Dentry]*Mount, len(orig.children))
@@ -46,6 +55,44 @@ func CopyTree(p Path) func(Path) Path {
 	}
 }
 
+// lockableFlags are the per-mount flags a less privileged namespace's
+// copy of a mount cannot clear.
+const lockableFlags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+
+// Owner is the user namespace of the mount tree p lies in (nil: the
+// sandbox's first).
+func Owner(p Path) any { return p.Mount.owner }
+
+// SameTree reports whether a and b lie in the same mount tree (Linux's
+// check_mnt: mount(2) changes only the caller's own namespace).
+func SameTree(a, b Path) bool { return top(a.Mount) == top(b.Mount) }
+
+func top(m *Mount) *Mount {
+	renameMu.RLock()
+	defer renameMu.RUnlock()
+	for m.parent != nil {
+		m = m.parent
+	}
+	return m
+}
+
+// HasLockedChildren reports whether a mount locked on p's mount is
+// attached at or below p: a bind of p without MS_REC would show what it
+// hides (EINVAL, as Linux's has_locked_children).
+func HasLockedChildren(p Path) bool {
+	m := p.Mount
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	renameMu.RLock()
+	defer renameMu.RUnlock()
+	for d, c := range m.children {
+		if c.locked && isAncestor(p.Dentry, d) {
+			return true
+		}
+	}
+	return false
+}
+
 // IsMountRoot reports whether p is the root of its mount, where umount2
 // and a propagation change must be aimed.
 func IsMountRoot(p Path) bool { return p.Dentry == p.Mount.root }
@@ -56,7 +103,7 @@ func IsMountRoot(p Path) bool { return p.Dentry == p.Mount.root }
 // it. What it hid shows again; open files in it go on working.
 func Detach(p Path, lazy bool) error {
 	m := p.Mount
-	if !IsMountRoot(p) || m.parent == nil {
+	if !IsMountRoot(p) || m.parent == nil || m.locked {
 		return unix.EINVAL
 	}
 	m.mu.Lock()
@@ -81,6 +128,9 @@ func SetFlags(p Path, flags int) error {
 	if !IsMountRoot(p) {
 		return unix.EINVAL
 	}
+	if p.Mount.lockedFlags&^flags != 0 {
+		return unix.EPERM
+	}
 	p.Mount.mu.Lock()
 	p.Mount.Flags = flags & bindFlags
 	p.Mount.mu.Unlock()
@@ -101,7 +151,7 @@ func Pivot(root, newRoot, putOld Path) (Path, error) {
 	if nu == old || putOld.Mount == old {
 		return Path{}, unix.EBUSY
 	}
-	if !IsMountRoot(root) || old.parent != nil || !IsMountRoot(newRoot) {
+	if !IsMountRoot(root) || old.parent != nil || !IsMountRoot(newRoot) || nu.locked {
 		return Path{}, unix.EINVAL
 	}
 	if !under(putOld, newRoot) || !under(newRoot, root) {

@@ -239,7 +239,7 @@ func (c *Creds) newOwner(dir *Stat, mode uint32) (uid, gid, m uint32) {
 	if mode&unix.S_IFMT == unix.S_IFDIR {
 		m |= unix.S_ISGID
 	} else if m&(unix.S_ISGID|unix.S_IXGRP) == unix.S_ISGID|unix.S_IXGRP &&
-		!c.inGroup(gid) && !c.capable(unix.CAP_FSETID) {
+		!c.inGroup(gid) && !c.capableOver(dir, unix.CAP_FSETID) {
 		m &^= unix.S_ISGID
 	}
 	return uid, gid, m
@@ -422,12 +422,12 @@ func (c *Creds) mayDelete(dst *Stat, victim *Dentry, isDir bool) error {
 		return err
 	}
 	// The victim's owner matters only in a sticky directory (check_sticky).
-	if dst.Mode&unix.S_ISVTX != 0 && dst.UID != c.FSUID && !c.capable(unix.CAP_FOWNER) {
+	if dst.Mode&unix.S_ISVTX != 0 && dst.UID != c.FSUID {
 		vst, err := AccessStat(victim.inode)
 		if err != nil {
 			return err
 		}
-		if vst.UID != c.FSUID {
+		if vst.UID != c.FSUID && !c.capableOver(&vst, unix.CAP_FOWNER) {
 			return unix.EPERM
 		}
 	}

@@ -64,7 +64,7 @@ type Caller struct {
 	Limit uint64
 }
 
-func (c *Caller) capable(cap uint) bool { return c.Creds.Caps&(1<<cap) != 0 }
+func (c *Caller) capable(cap uint) bool { return c.Creds.Capable(cap) }
 
 // Blocker waits for the caller: until ch is closed (nil), the deadline
 // passes (unix.ETIMEDOUT; a zero deadline never does) or a signal

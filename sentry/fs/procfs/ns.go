@@ -10,7 +10,7 @@ import (
 
 // nsDir is /proc/<pid>/ns: a magic link per namespace kind, reading
 // "kind:[inode]"; following one reaches the namespace's nsfs file, which
-// setns(2) takes. cgroup, ipc, pid and uts are the task's own; the other
+// setns(2) takes. cgroup, ipc, pid, user and uts are the task's own; the other
 // kinds the sandbox has one of. There is no mnt link yet: a mount tree has no
 // namespace file to join it by.
 func (f *fs) nsDir(path string, get func() (*kernel.Task, error)) *node {
@@ -31,7 +31,8 @@ func (f *fs) nsDir(path string, get func() (*kernel.Task, error)) *node {
 		single("net", "net"),
 		link("pid", "pid", func(t *kernel.Task) (any, uint64) { ns := t.PIDNamespace(); return ns, ns.ID() }),
 		f.pidForChildren(path, get),
-		single("time", "time"), single("time_for_children", "time"), single("user", "user"),
+		single("time", "time"), single("time_for_children", "time"),
+		link("user", "user", func(t *kernel.Task) (any, uint64) { ns := t.Creds().UserNamespace(); return ns, ns.ID() }),
 		link("uts", "uts", func(t *kernel.Task) (any, uint64) { ns, _ := t.Namespaces(); return ns, ns.ID() }),
 	}
 	d := f.dir(path, false, func() []child { return cs })

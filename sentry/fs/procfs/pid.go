@@ -133,7 +133,7 @@ func (f *fs) taskFiles(p string, get func() (*kernel.Task, error), thread bool) 
 		}
 		return c
 	}
-	return []child{
+	cs := []child{
 		gen("status", func(t *kernel.Task) ([]byte, error) { return f.status(t, thread) }),
 		gen("stat", func(t *kernel.Task) ([]byte, error) { return f.statLine(t, thread) }),
 		gen("statm", statm),
@@ -164,6 +164,7 @@ func (f *fs) taskFiles(p string, get func() (*kernel.Task, error), thread bool) 
 		{"fdinfo", f.owned(f.fdInfoDir(p+"fdinfo", get), get)},
 		{"ns", f.owned(f.nsDir(p+"ns", get), get)},
 	}
+	return append(cs, f.userNSFiles(p, get)...)
 }
 
 // cgroupLine is /proc/<pid>/cgroup: the sandbox is one cgroup v2 group,

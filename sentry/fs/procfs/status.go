@@ -18,12 +18,15 @@ import (
 func (f *fs) status(t *kernel.Task, thread bool) ([]byte, error) {
 	c := t.Creds()
 	c.Lock()
-	uid := fmt.Sprintf("%d\t%d\t%d\t%d", c.UID, c.EUID, c.SUID, c.FSUID)
-	gid := fmt.Sprintf("%d\t%d\t%d\t%d", c.GID, c.EGID, c.SGID, c.FSGID)
+	// The ids as the process's own user namespace shows them (Linux:
+	// the reader's; the two differ only for a reader in another).
+	uidOf, gidOf := c.UIDOf, c.GIDOf
+	uid := fmt.Sprintf("%d\t%d\t%d\t%d", uidOf(c.UID), uidOf(c.EUID), uidOf(c.SUID), uidOf(c.FSUID))
+	gid := fmt.Sprintf("%d\t%d\t%d\t%d", gidOf(c.GID), gidOf(c.EGID), gidOf(c.SGID), gidOf(c.FSGID))
 	// Each group is followed by a space, the last too, as Linux prints them.
 	var groups strings.Builder
-	for _, g := range c.Groups {
-		groups.WriteString(strconv.Itoa(int(g)) + " ")
+	for _, id := range c.Groups {
+		groups.WriteString(strconv.Itoa(int(gidOf(id))) + " ")
 	}
 	if len(c.Groups) == 0 {
 		groups.WriteString(" ")

@@ -31,6 +31,7 @@ import (
 //	        (sysvipc.go)
 //	fs/inotify/{max_user_watches,max_user_instances,max_queued_events}
 //	net/{core,ipv4,ipv6,unix}/... (net.go)
+//	user/max_user_namespaces
 func (f *fs) sysDir() *node {
 	value := func(path, v string) child {
 		name := path[strings.LastIndexByte(path, '/')+1:]
@@ -76,6 +77,7 @@ func (f *fs) sysDir() *node {
 				dir("fs/inotify", number("fs/inotify/max_user_watches", 8192),
 					number("fs/inotify/max_user_instances", 128), number("fs/inotify/max_queued_events", inotify.MaxQueuedEvents))),
 			f.sysNetDir(), // net.go
+			dir("user", child{"max_user_namespaces", f.maxUserNamespaces()}),
 		}
 	})
 }
@@ -107,7 +109,7 @@ func (f *fs) utsName(path string, host bool) *node {
 		return []byte(d + "\n"), nil
 	})
 	n.writable(64, func(w *kernel.Task, data []byte) error {
-		if !w.Capable(unix.CAP_SYS_ADMIN) {
+		if !w.CapableIn(w.UTSNamespace().Owner(), unix.CAP_SYS_ADMIN) {
 			return unix.EPERM
 		}
 		name := strings.TrimSuffix(string(data), "\n")
@@ -129,4 +131,27 @@ func (f *fs) utsName(path string, host bool) *node {
 		return newSnapshot(n, func() ([]byte, error) { return []byte(names(t) + "\n"), nil })
 	}
 	return n
+}
+
+// maxUserNamespaces is user/max_user_namespaces: how many user namespaces
+// may be nested in the sandbox's first at once, which root of the first
+// with CAP_SYS_RESOURCE may set (0 refuses every new one: ENOSPC).
+func (f *fs) maxUserNamespaces() *node {
+	n := f.file("sys/user/max_user_namespaces", func() ([]byte, error) {
+		return []byte(fmt.Sprint(kernel.MaxUserNamespaces.Load()) + "\n"), nil
+	})
+	return n.writable(numberMax, func(w *kernel.Task, data []byte) error {
+		if !w.Capable(unix.CAP_SYS_RESOURCE) {
+			return unix.EPERM
+		}
+		v, err := parseNumber(data)
+		if err != nil {
+			return err
+		}
+		if v < 0 {
+			return unix.EINVAL
+		}
+		kernel.MaxUserNamespaces.Store(int64(v))
+		return nil
+	})
 }

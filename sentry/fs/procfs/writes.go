@@ -119,10 +119,8 @@ func oomScore(t *kernel.Task) ([]byte, error) {
 	return []byte(strconv.FormatInt(points, 10) + "\n"), nil
 }
 
-// hasCap reports whether the task holds the effective capability.
+// hasCap reports whether the task holds the capability in the sandbox's
+// first user namespace.
 func hasCap(t *kernel.Task, cap uint) bool {
-	c := t.Creds()
-	c.Lock()
-	defer c.Unlock()
-	return c.CapEffective&(1<<cap) != 0
+	return t.Capable(cap)
 }

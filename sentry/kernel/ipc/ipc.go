@@ -57,6 +57,9 @@ type Namespace struct {
 	now func() time.Time
 	mq  *mqueue.Namespace
 	id  uint64 // the inode number /proc/<pid>/ns/ipc shows
+	// Owner is the user namespace the namespace was made in (the
+	// kernel's; nil: the sandbox's first).
+	Owner any
 
 	mu       sync.Mutex
 	limits   Limits

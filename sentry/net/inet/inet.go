@@ -97,7 +97,7 @@ func New(t *kernel.Task, family, typ, protocol int) (socket.Socket, error) {
 			return nil, unix.EPROTONOSUPPORT
 		}
 	case unix.SOCK_RAW:
-		if !t.HasCap(unix.CAP_NET_RAW) {
+		if !t.Capable(unix.CAP_NET_RAW) {
 			return nil, unix.EPERM
 		}
 		var tp tcpip.TransportProtocolNumber
@@ -241,7 +241,7 @@ func (s *sock) Bind(t *kernel.Task, addr []byte) error {
 			return err
 		}
 	}
-	if fa.Port != 0 && fa.Port < 1024 && !t.HasCap(unix.CAP_NET_BIND_SERVICE) {
+	if fa.Port != 0 && fa.Port < 1024 && !t.Capable(unix.CAP_NET_BIND_SERVICE) {
 		return unix.EACCES
 	}
 	if s.listenerInTheWay(fa.Addr, fa.Port) {

@@ -337,7 +337,7 @@ func (s *sock) SetSockOpt(t *kernel.Task, level, name int, val []byte) error {
 				return err
 			}
 			force := name == unix.SO_SNDBUFFORCE || name == unix.SO_RCVBUFFORCE
-			if force && !t.HasCap(unix.CAP_NET_ADMIN) {
+			if force && !t.Capable(unix.CAP_NET_ADMIN) {
 				return unix.EPERM
 			}
 			if name == unix.SO_SNDBUF || name == unix.SO_SNDBUFFORCE {

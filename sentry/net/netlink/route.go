@@ -139,7 +139,7 @@ func (s *sock) handle(t *kernel.Task, req []byte, port uint32) [][]byte {
 	case unix.RTM_NEWLINK, unix.RTM_DELLINK, unix.RTM_SETLINK, unix.RTM_NEWADDR, unix.RTM_DELADDR,
 		unix.RTM_NEWROUTE, unix.RTM_DELROUTE, unix.RTM_NEWNEIGH, unix.RTM_DELNEIGH:
 		errno := unix.EOPNOTSUPP
-		if t != nil && !t.HasCap(unix.CAP_NET_ADMIN) {
+		if t != nil && !t.Capable(unix.CAP_NET_ADMIN) {
 			errno = unix.EPERM
 		}
 		return [][]byte{errMsg(req, errno, port, capAck)}

@@ -206,7 +206,7 @@ func (o *Options) Set(t *kernel.Task, name int, val []byte) (ok bool, err error)
 	}
 	switch name {
 	case unix.SO_PRIORITY:
-		if (v < 0 || v > 6) && !t.HasCap(unix.CAP_NET_ADMIN) {
+		if (v < 0 || v > 6) && !t.Capable(unix.CAP_NET_ADMIN) {
 			return true, unix.EPERM
 		}
 		o.Priority = v
@@ -218,7 +218,7 @@ func (o *Options) Set(t *kernel.Task, name int, val []byte) (ok bool, err error)
 	case unix.SO_SNDLOWAT:
 		return true, unix.ENOPROTOOPT
 	case unix.SO_MARK:
-		if !t.HasCap(unix.CAP_NET_ADMIN) {
+		if !t.Capable(unix.CAP_NET_ADMIN) {
 			return true, unix.EPERM
 		}
 		o.Mark = uint32(v)
@@ -248,7 +248,7 @@ func (o *Options) Set(t *kernel.Task, name int, val []byte) (ok bool, err error)
 // CAP_NET_ADMIN uncapped and at least 0.
 func bufferSize(t *kernel.Task, force bool, v, maxSize int32) (int32, error) {
 	if force {
-		if !t.HasCap(unix.CAP_NET_ADMIN) {
+		if !t.Capable(unix.CAP_NET_ADMIN) {
 			return 0, unix.EPERM
 		}
 		v = max(v, 0)

@@ -51,8 +51,14 @@ func parseSCM(t *kernel.Task, cmsgs []socket.Cmsg) (scm, error) {
 				s.release()
 				return scm{}, unix.EINVAL
 			}
-			u := &ucred{pid: int32(binary.LittleEndian.Uint32(c.Data)), uid: binary.LittleEndian.Uint32(c.Data[4:]),
-				gid: binary.LittleEndian.Uint32(c.Data[8:])}
+			// The ids are the sender's namespace's: kernel ids from here.
+			uid, uerr := t.Creds().KernelUIDArg(binary.LittleEndian.Uint32(c.Data[4:]))
+			gid, gerr := t.Creds().KernelGIDArg(binary.LittleEndian.Uint32(c.Data[8:]))
+			if uerr != nil || gerr != nil || uid == ^uint32(0) || gid == ^uint32(0) {
+				s.release()
+				return scm{}, unix.EINVAL
+			}
+			u := &ucred{pid: int32(binary.LittleEndian.Uint32(c.Data)), uid: uid, gid: gid}
 			if !credsAllowed(t, u) {
 				s.release()
 				return scm{}, unix.EPERM
@@ -276,7 +282,7 @@ func (ns *namespace) attachLocked(t *kernel.Task, msg *message, s *scm) error {
 		uid = c.UID
 		c.Unlock()
 		limit := t.Limits().Get(unix.RLIMIT_NOFILE).Cur
-		if uint64(ns.inflight[uid]) > limit && !t.HasCap(unix.CAP_SYS_RESOURCE) && !t.HasCap(unix.CAP_SYS_ADMIN) {
+		if uint64(ns.inflight[uid]) > limit && !t.Capable(unix.CAP_SYS_RESOURCE) && !t.Capable(unix.CAP_SYS_ADMIN) {
 			return unix.ETOOMANYREFS
 		}
 	}
@@ -571,6 +577,7 @@ func (e *endpoint) scmRecv(t *kernel.Task, m *socket.RecvMessage, creds *ucred, 
 		u := ucred{uid: overflowID, gid: overflowID}
 		if creds != nil {
 			u = *creds
+			u.uid, u.gid = t.Creds().UIDOf(u.uid), t.Creds().GIDOf(u.gid) // as the reader's namespace shows them
 		}
 		b := binary.LittleEndian.AppendUint32(nil, uint32(u.pidSeenBy(t)))
 		b = binary.LittleEndian.AppendUint32(b, u.uid)

@@ -40,6 +40,7 @@ func (e *endpoint) GetSockOpt(t *kernel.Task, level, name, size int) ([]byte, er
 		u := ucred{pid: 0, uid: ^uint32(0), gid: ^uint32(0)}
 		if e.peercred != nil {
 			u = *e.peercred
+			u.uid, u.gid = t.Creds().UIDOf(u.uid), t.Creds().GIDOf(u.gid) // as the caller's namespace shows them
 		}
 		b := binary.LittleEndian.AppendUint32(nil, uint32(u.pidSeenBy(t)))
 		b = binary.LittleEndian.AppendUint32(b, u.uid)
