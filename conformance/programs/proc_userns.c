@@ -19,7 +19,8 @@
  * locked), nor proc mounted without a pid namespace of its own, nor sysfs
  * at all (EPERM: the network namespace is outside). A file owned by an id
  * the namespace does not map reads as 65534 and cannot be chowned (EPERM),
- * and an unmapped id is no chown argument (EINVAL). The nsfs ioctls:
+ * and an unmapped id is no chown argument (EINVAL); sock_diag shows a
+ * socket's owner through the namespace (UDIAG_SHOW_UID). The nsfs ioctls:
  * NS_GET_NSTYPE is CLONE_NEWUSER, NS_GET_OWNER_UID the creator's uid (0
  * once mapped), NS_GET_USERNS and NS_GET_PARENT of the caller's own
  * namespace EPERM (the parent is outside it); and namespaces nest 33 deep
@@ -35,6 +36,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <grp.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <sys/socket.h>
 
 #define NS_GET_USERNS 0xb701
 #define NS_GET_PARENT 0xb702
@@ -86,6 +92,46 @@ static void maps_refused(uid_t euid)
 	CHECK_ERR(write_file("/proc/self/gid_map", line), EPERM);
 }
 
+/* diag_uid is the owner sock_diag reports of a new unix socket
+ * (UDIAG_SHOW_UID), as the caller's namespace shows it; -1 on failure. */
+static long diag_uid(void)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	int nl = socket(AF_NETLINK, SOCK_RAW, NETLINK_SOCK_DIAG);
+	struct stat st;
+	struct {
+		struct nlmsghdr nlh;
+		struct unix_diag_req req;
+	} q;
+	char buf[1024];
+	long n, uid = -1;
+
+	if (s < 0 || nl < 0 || fstat(s, &st) != 0)
+		return -1;
+	memset(&q, 0, sizeof(q));
+	q.nlh.nlmsg_len = sizeof(q);
+	q.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	q.nlh.nlmsg_flags = NLM_F_REQUEST;
+	q.req.sdiag_family = AF_UNIX;
+	q.req.udiag_states = -1;
+	q.req.udiag_ino = st.st_ino;
+	q.req.udiag_show = UDIAG_SHOW_UID;
+	q.req.udiag_cookie[0] = q.req.udiag_cookie[1] = -1;
+	if (send(nl, &q, sizeof(q), 0) == sizeof(q) && (n = recv(nl, buf, sizeof(buf), 0)) > 0) {
+		struct nlmsghdr *h = (struct nlmsghdr *)buf;
+		if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY) {
+			struct rtattr *a = (struct rtattr *)((char *)NLMSG_DATA(h) + sizeof(struct unix_diag_msg));
+			int len = h->nlmsg_len - NLMSG_LENGTH(sizeof(struct unix_diag_msg));
+			for (; RTA_OK(a, len); a = RTA_NEXT(a, len))
+				if (a->rta_type == UNIX_DIAG_UID)
+					uid = *(uid_t *)RTA_DATA(a);
+		}
+	}
+	close(s);
+	close(nl);
+	return uid;
+}
+
 static void in_namespace(uid_t euid, gid_t egid, pid_t parent)
 {
 	char line[64];
@@ -123,6 +169,7 @@ static void in_namespace(uid_t euid, gid_t egid, pid_t parent)
 	snprintf(line, sizeof(line), "%10u %10u %10u\n", 0, (unsigned)euid, 1);
 	CHECK_STR(read_file("/proc/self/uid_map"), line);
 	CHECK_ERR(setuid(1), EINVAL); /* not mapped */
+	CHECK_EQ(diag_uid(), 0); /* a socket's owner, as this namespace shows it */
 
 	/* The nsfs ioctls on the caller's own namespace. */
 	ns = CHECK_OK(open("/proc/self/ns/user", O_RDONLY));

@@ -58,6 +58,11 @@ func diag(t *kernel.Task, req []byte, port uint32, capAck bool) [][]byte {
 	show := binary.LittleEndian.Uint32(body[12:])
 	cookie := binary.LittleEndian.Uint64(body[16:])
 	socks := unixsock.Diags(t.Kernel())
+	for i := range socks {
+		// As the asking task's user namespace shows the owner (Linux:
+		// the netlink socket's), the overflow id if unmapped.
+		socks[i].UID = t.Creds().UIDOf(socks[i].UID)
+	}
 	if flags&unix.NLM_F_DUMP == unix.NLM_F_DUMP {
 		var parts []byte
 		for _, d := range socks {
@@ -82,8 +87,8 @@ func diag(t *kernel.Task, req []byte, port uint32, capAck bool) [][]byte {
 }
 
 // unixDiagMsg is sk_diag_fill's message: the attributes in Linux's
-// order, UNIX_DIAG_SHUTDOWN always. The uid is the socket's as the
-// sandbox numbers it (no user namespace maps it).
+// order, UNIX_DIAG_SHUTDOWN always. The uid is the socket's owner, as
+// the asker's user namespace shows it.
 func unixDiagMsg(d unixsock.Diag, show uint32, flags uint16, seq, port uint32) []byte {
 	fixed := make([]byte, sizeofUnixMsg)
 	fixed[0], fixed[1], fixed[2] = unix.AF_UNIX, uint8(d.Type), d.State
