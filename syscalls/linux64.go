@@ -17,7 +17,7 @@ const (
 	noteSendmsg   = "AF_UNIX takes SCM_RIGHTS and SCM_CREDENTIALS, IP sockets IP_TTL and IPV6_HOPLIMIT; no MSG_OOB"
 	noteRecvmsg   = "no MSG_OOB, MSG_ERRQUEUE or SO_PEEK_OFF offsets"
 	noteSockopt   = "the SOL_SOCKET, SOL_TCP, SOL_IP and SOL_IPV6 options programs set (TCP_INFO with netstack's counters, the others 0); no multicast membership, SO_PEERGROUPS or SO_PEERSEC"
-	noteMapEOF    = "a file's pages past its end when mapped stay SIGBUS if the file grows later, and a tmpfs size limit does not count pages first written through a mapping"
+	noteMapEOF    = "a file's pages past its end when mapped stay SIGBUS if the file grows later, a tmpfs size limit does not count pages first written through a mapping, and the overcommit heuristic (a private writable mapping longer than RAM and swap is ENOMEM without MAP_NORESERVE) holds at mmap only, not when mprotect makes a mapping writable, nor on brk or mremap"
 
 	noteMountsInside    = "until mounts inside the sandbox's own tree (issue #14)"
 	noteNamespaces      = "new UTS, IPC, mount, pid, cgroup and user namespaces (with CAP_SYS_ADMIN in the caller's user namespace, which a new user namespace gives its creator; setns joins all but mount ones; a cgroup namespace's root is the sandbox's one cgroup; a user namespace's ids are mapped by /proc/<pid>/uid_map and gid_map with Linux's rules, and every namespace is owned by the user namespace it was made in); the sandbox has one network and time namespace, and asking for a new one answers EINVAL, as Linux built without that kind does; " + notePIDNamespaceIDs

@@ -40,7 +40,9 @@ func Mmap(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 		return 0, unix.EOVERFLOW
 	}
 	o := mm.MMapOpts{Addr: addr, Length: length, Prot: prot & (platform.ProtRead | platform.ProtWrite | platform.ProtExec), Fixed: flags&unix.MAP_FIXED != 0,
-		NoReplace: flags&unix.MAP_FIXED_NOREPLACE != 0, Shared: typ != unix.MAP_PRIVATE, Low2G: flags&unix.MAP_32BIT != 0}
+		NoReplace: flags&unix.MAP_FIXED_NOREPLACE != 0, Shared: typ != unix.MAP_PRIVATE, Low2G: flags&unix.MAP_32BIT != 0,
+		NoReserve: flags&unix.MAP_NORESERVE != 0,
+		Populate:  flags&(unix.MAP_POPULATE|unix.MAP_NONBLOCK) == unix.MAP_POPULATE, Locked: flags&unix.MAP_LOCKED != 0}
 	if flags&unix.MAP_ANONYMOUS == 0 {
 		f, err := t.FDs().Get(fd)
 		if err != nil {
@@ -65,6 +67,9 @@ func fileMapping(f *vfs.File, root vfs.Path, o *mm.MMapOpts, off uint64) error {
 		return unix.EBADF
 	}
 	if z, ok := f.Impl().(ZeroMappable); ok && z.MapsAsAnonymous() {
+		if !o.Shared {
+			o.Name = vfs.ShownName(f.Path(), root) // Linux keeps the file of a private mapping of /dev/zero
+		}
 		return nil
 	}
 	src, ok := f.Impl().(io.ReaderAt)
@@ -132,7 +137,8 @@ func Mremap(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 }
 
 // Madvise implements Linux syscall madvise(2): MADV_DONTNEED resets pages,
-// the other advice is valid and needs nothing done.
+// MADV_POPULATE_READ and MADV_POPULATE_WRITE fault them in, the other
+// advice is valid and needs nothing done.
 func Madvise(t *kernel.Task, a *arch.SyscallArgs) (uintptr, error) {
 	return 0, madvise(t.MM(), a.Ptr(0), a.Ptr(1), a.Int(2))
 }
@@ -147,6 +153,8 @@ func madvise(m *mm.MemoryManager, addr, length uintptr, advice int32) error {
 	switch advice {
 	case unix.MADV_DONTNEED:
 		return m.DontNeed(addr, length)
+	case unix.MADV_POPULATE_READ, unix.MADV_POPULATE_WRITE:
+		return m.Populate(addr, length, advice == unix.MADV_POPULATE_WRITE)
 	case unix.MADV_NORMAL, unix.MADV_RANDOM, unix.MADV_SEQUENTIAL, unix.MADV_WILLNEED, unix.MADV_FREE,
 		unix.MADV_DONTFORK, unix.MADV_DOFORK, unix.MADV_MERGEABLE, unix.MADV_UNMERGEABLE,
 		unix.MADV_HUGEPAGE, unix.MADV_NOHUGEPAGE, unix.MADV_DONTDUMP, unix.MADV_DODUMP,

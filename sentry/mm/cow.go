@@ -32,7 +32,7 @@ func (m *MemoryManager) Fork(as platform.AddressSpace, sp uintptr) *MemoryManage
 	c.membarrier.Store(m.membarrier.Load())
 	c.vmas.s = append([]vma(nil), m.vmas.s...)
 	for k := range c.vmas.s {
-		c.vmas.s[k].locked = false
+		c.vmas.s[k].locked, c.vmas.s[k].onFault = false, false
 	}
 	track(c.vmas.s, 1)
 	copies := m.forkCopyRangesLocked(sp)

@@ -164,7 +164,8 @@ func (m *MemoryManager) IsMappedRange(addr, length uintptr) bool {
 
 // Residency reports, one byte per page of [addr, addr+length), whether the
 // page's memory exists (the guest or a file filled it), as mincore(2) does:
-// for a lazy mapping's page not backed yet, whether the file's page is.
+// for a lazy mapping's page not backed yet, whether the file's page is
+// (an anonymous one's is not).
 func (m *MemoryManager) Residency(addr, length uintptr) ([]byte, error) {
 	end, ok := pageRoundUp(addr + length)
 	if !ok {
@@ -181,7 +182,7 @@ func (m *MemoryManager) Residency(addr, length uintptr) ([]byte, error) {
 	out := make([]byte, (end-addr)/PageSize)
 	vi, vj := m.vmas.span(addr, end)
 	for k := vi; k < vj; k++ {
-		if v := &m.vmas.s[k]; v.lazy() {
+		if v := &m.vmas.s[k]; v.pages != nil {
 			lo, hi := max(v.start, addr), min(v.end, end)
 			if err := v.pages.residency(v.fileOff+uint64(lo-v.start), uint64(hi-lo), out[(lo-addr)/PageSize:]); err != nil {
 				return nil, err

@@ -2,11 +2,12 @@
 // pages are in the memory file (pmas), and copying between guest addresses
 // and the sentry. Every page of a mapping is backed from the moment it is
 // mapped (the host allocates memory-file pages only when touched), but for
-// the large mappings of files that keep their pages in the memory file,
-// which are backed as they are touched (lazy.go); the platform address
-// space mirrors the pmas, so the guest takes no fault the sentry must serve
-// but on those and on writing a page shared copy-on-write, after a fork or
-// from a file's page cache, which the sentry copies then.
+// the large mappings of files that keep their pages in the memory file and
+// long private anonymous mappings, which are backed as they are touched
+// (lazy.go); the platform address space mirrors the pmas, so the guest
+// takes no fault the sentry must serve but on those and on writing a page
+// shared copy-on-write, after a fork or from a file's page cache, which the
+// sentry copies then.
 // The sentry reads and writes guest memory through its own view of the
 // memory file, never through the guest's.
 //

@@ -31,6 +31,12 @@ type MMapOpts struct {
 	// Tracker, if set, is told of every mapping made of it and of every
 	// one that goes (shm.go).
 	Tracker Tracker
+	// Populate (MAP_POPULATE without MAP_NONBLOCK) faults the mapping in
+	// when it is made; Locked (MAP_LOCKED) locks it, which populates too.
+	Populate, Locked bool
+	// NoReserve (MAP_NORESERVE) exempts a private writable mapping from
+	// the overcommit heuristic (commit.go).
+	NoReserve bool
 }
 
 const protAll = platform.ProtRead | platform.ProtWrite | platform.ProtExec
@@ -94,16 +100,26 @@ func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 	if !m.growOKLocked(length - replaced) {
 		return 0, unix.ENOMEM
 	}
+	if !o.Shared && !o.NoReserve && o.Prot&platform.ProtWrite != 0 && !commitFits(length) {
+		return 0, unix.ENOMEM
+	}
 	v := vma{start: addr, end: addr + length, prot: o.Prot, maxProt: o.MaxProt, shared: o.Shared, name: o.Name,
-		file: o.File, cache: o.Cache, pages: o.Pages, fileOff: o.Offset, locked: m.lockFuture,
+		file: o.File, cache: o.Cache, pages: o.Pages, fileOff: o.Offset, locked: m.lockFuture || o.Locked,
 		growsDown: o.GrowsDown, tracker: o.Tracker}
+	v.anonLazy = v.anonymousPrivate() && lazyAnonymous(length)
 	backEnd := v.end
-	if v.lazy() {
+	switch {
+	case v.anonLazy:
+		backEnd = v.start
+	case v.lazy():
 		backEnd = min(v.end, v.start+eagerBacking)
 	}
-	pmas, err := m.backLocked(&v, v.start, backEnd)
-	if err != nil {
-		return 0, err
+	var pmas []pma
+	if backEnd > v.start {
+		var err error
+		if pmas, err = m.backLocked(&v, v.start, backEnd); err != nil {
+			return 0, err
+		}
 	}
 	// A fixed mapping replaces the old one on the host in the same step,
 	// where the new one has pages yet.
@@ -115,6 +131,9 @@ func (m *MemoryManager) MMap(o MMapOpts) (uintptr, error) {
 	m.vmas.insert(v)
 	m.insertPmasLocked(&v, pmas)
 	track([]vma{v}, 1)
+	if o.Populate || v.locked {
+		m.populateMappingLocked(&v)
+	}
 	return addr, nil
 }
 
@@ -477,10 +496,13 @@ func (m *MemoryManager) Brk(addr uintptr) uintptr {
 			return m.brk
 		}
 		v := vma{start: oldEnd, end: newEnd, prot: platform.ProtRead | platform.ProtWrite, maxProt: protAll,
-			name: "[heap]", locked: m.lockFuture}
-		ps, err := m.backLocked(&v, v.start, v.end)
-		if err != nil {
-			return m.brk
+			name: "[heap]", locked: m.lockFuture, anonLazy: lazyAnonymous(newEnd - oldEnd)}
+		var ps []pma
+		if !v.anonLazy {
+			var err error
+			if ps, err = m.backLocked(&v, v.start, v.end); err != nil {
+				return m.brk
+			}
 		}
 		m.vmas.insert(v)
 		m.insertPmasLocked(&v, ps)
@@ -582,10 +604,14 @@ func (m *MemoryManager) moveLocked(from, n, dst uintptr) {
 
 // growLocked maps [start, end) with like's attributes, like ending at
 // start: a lazy mapping of a file goes on into the file, as on Linux,
-// backed when touched; anything else grows by fresh zero pages.
+// backed when touched; anything else grows by fresh zero pages, backed
+// when touched if the growth is a lazy anonymous mapping's length.
 func (m *MemoryManager) growLocked(start, end uintptr, like vma) error {
 	if !m.growOKLocked(end - start) {
 		return unix.ENOMEM
+	}
+	if like.pages == nil && !like.shared && lazyAnonymous(end-start) {
+		like.file, like.cache, like.tracker, like.anonLazy = nil, nil, nil, true
 	}
 	if like.lazy() {
 		like.fileOff += uint64(start - like.start)
@@ -596,6 +622,7 @@ func (m *MemoryManager) growLocked(start, end uintptr, like vma) error {
 	}
 	like.start, like.end = start, end
 	like.file, like.cache, like.pages, like.tracker = nil, nil, nil, nil // new pages are zero, whatever came before
+	like.anonLazy = false
 	ps, err := m.backLocked(&like, start, end)
 	if err != nil {
 		return unix.ENOMEM

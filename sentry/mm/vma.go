@@ -10,12 +10,14 @@ type vma struct {
 	maxProt    platform.Prot // what mprotect may grant (a read-only file caps it)
 	shared     bool          // MAP_SHARED: a fork shares the pages instead of copying them
 	locked     bool          // mlock'ed (VM_LOCKED)
+	onFault    bool          // locked with MLOCK_ONFAULT (VM_LOCKONFAULT)
 	sealed     bool          // mseal'ed (VM_SEALED): never unmapped, moved or reprotected
 	growsDown  bool          // a stack: a fault just below it grows it (VM_GROWSDOWN)
 	name       string        // for /proc/<pid>/maps: a path, "[heap]", "[stack]" or ""
 	file       FileSource    // the file the pages came from, nil for anonymous memory
 	cache      *FileCache    // the file's page cache, if its pages are shared through one
 	pages      *FilePages    // the file's own pages, if it keeps its data in the memory file
+	anonLazy   bool          // large private anonymous memory, backed as touched (lazy.go)
 	fileOff    uint64        // file offset of start
 	tracker    Tracker       // counts the mappings of what it maps (shm.go), or nil
 }
@@ -34,6 +36,12 @@ func (v *vma) splitAt(addr uintptr) vma {
 }
 
 func (v *vma) length() uintptr { return v.end - v.start }
+
+// anonymousPrivate reports whether v is private anonymous memory: its
+// pages are its own from the start, zero until written.
+func (v *vma) anonymousPrivate() bool {
+	return !v.shared && v.file == nil && v.cache == nil && v.pages == nil
+}
 
 type vmaSet = rangeSet[vma, *vma]
 

@@ -111,3 +111,27 @@ func (f *fs) fdInfo(e kernel.FDInfo) []byte {
 	}
 	return []byte(b.String())
 }
+
+// mapFilesDir is /proc/<pid>/map_files: a symlink per mapping of a file,
+// named by its address range as Linux prints it ("%lx-%lx", so a name
+// with a leading zero or a space is not there), to the file's path.
+func (f *fs) mapFilesDir(path string, get func() (*kernel.Task, error)) *node {
+	return f.dir(path, true, func() []child {
+		t, err := get()
+		if err != nil {
+			return nil
+		}
+		var out []child
+		for _, m := range t.MM().Maps() {
+			if !strings.HasPrefix(m.Name, "/") {
+				continue
+			}
+			target := m.Name
+			name := fmt.Sprintf("%x-%x", m.Start, m.End)
+			n := f.link(path+"/"+name, func(vfs.Caller) (string, error) { return target, nil })
+			n.mode = unix.S_IFLNK | 0o400
+			out = append(out, child{name, f.owned(n, get)})
+		}
+		return out
+	})
+}

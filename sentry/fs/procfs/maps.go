@@ -6,6 +6,7 @@ import (
 
 	"github.com/moat-sandbox/moat/platform"
 	"github.com/moat-sandbox/moat/sentry/kernel"
+	"github.com/moat-sandbox/moat/sentry/mm"
 )
 
 // mapsLine is a line of /proc/<pid>/maps as Linux's show_map_vma prints
@@ -18,23 +19,119 @@ func mapsLine(start, end uintptr, perm string, offset uint64, name string) strin
 	return line + "\n"
 }
 
+// mapLine is m's line of /proc/<pid>/maps.
+func mapLine(m mm.MapInfo) string {
+	perm := []byte("---p")
+	if m.Prot&platform.ProtRead != 0 {
+		perm[0] = 'r'
+	}
+	if m.Prot&platform.ProtWrite != 0 {
+		perm[1] = 'w'
+	}
+	if m.Prot&platform.ProtExec != 0 {
+		perm[2] = 'x'
+	}
+	if m.Shared {
+		perm[3] = 's'
+	}
+	return mapsLine(m.Start, m.End, string(perm), m.Offset, m.Name)
+}
+
 func maps(t *kernel.Task) ([]byte, error) {
 	var b strings.Builder
 	for _, m := range t.MM().Maps() {
-		perm := []byte("---p")
-		if m.Prot&platform.ProtRead != 0 {
-			perm[0] = 'r'
+		b.WriteString(mapLine(m))
+	}
+	return []byte(b.String()), nil
+}
+
+// memCounts are resident bytes sorted as smaps counts them: private
+// memory of no file (anon), a file's pages (clean), MAP_SHARED of no file
+// (Linux's shmem), and the kernel's own pages ([vdso], [vvar]), shared
+// and clean.
+type memCounts struct{ anon, file, shmem, kernel uint64 }
+
+// add counts n resident bytes of mapping m.
+func (c *memCounts) add(m mm.MapInfo, n uint64) {
+	switch {
+	case m.Name == "[vdso]" || m.Name == "[vvar]" || m.Name == "[vsyscall]":
+		c.kernel += n
+	case strings.HasPrefix(m.Name, "/") && !strings.HasSuffix(m.Name, " (deleted)"):
+		c.file += n
+	case m.Shared:
+		c.shmem += n
+	default:
+		c.anon += n
+	}
+}
+
+// writeMemFields writes smaps' memory lines for c in Linux's order:
+// smaps_rollup's (rollup), or a mapping's of size bytes.
+func writeMemFields(b *strings.Builder, c memCounts, size, locked uint64, rollup bool) {
+	rss := c.anon + c.file + c.shmem + c.kernel
+	type field struct {
+		name string
+		v    uint64
+	}
+	var fs []field
+	if !rollup {
+		fs = append(fs, field{"Size", size}, field{"KernelPageSize", mm.PageSize}, field{"MMUPageSize", mm.PageSize})
+	}
+	fs = append(fs, field{"Rss", rss}, field{"Pss", rss - c.kernel})
+	if rollup {
+		fs = append(fs, field{"Pss_Dirty", c.anon + c.shmem}, field{"Pss_Anon", c.anon}, field{"Pss_File", c.file},
+			field{"Pss_Shmem", c.shmem})
+	}
+	fs = append(fs, field{"Shared_Clean", c.kernel}, field{"Shared_Dirty", 0}, field{"Private_Clean", c.file},
+		field{"Private_Dirty", c.anon + c.shmem}, field{"Referenced", rss}, field{"Anonymous", c.anon}, field{"KSM", 0},
+		field{"LazyFree", 0}, field{"AnonHugePages", 0}, field{"ShmemPmdMapped", 0}, field{"FilePmdMapped", 0},
+		field{"Shared_Hugetlb", 0}, field{"Private_Hugetlb", 0}, field{"Swap", 0}, field{"SwapPss", 0},
+		field{"Locked", min(locked, rss)})
+	for _, f := range fs {
+		fmt.Fprintf(b, "%-16s%8d kB\n", f.name+":", f.v/1024)
+	}
+}
+
+// vmFlags is a mapping's VmFlags line of smaps, Linux's two-letter names
+// for the flags moat keeps (no soft-dirty "sd": moat does not track it).
+func vmFlags(m mm.MapInfo) string {
+	fl := "VmFlags: "
+	add := func(ok bool, name string) {
+		if ok {
+			fl += name + " "
 		}
-		if m.Prot&platform.ProtWrite != 0 {
-			perm[1] = 'w'
+	}
+	add(m.Prot&platform.ProtRead != 0, "rd")
+	add(m.Prot&platform.ProtWrite != 0, "wr")
+	add(m.Prot&platform.ProtExec != 0, "ex")
+	add(m.Shared, "sh")
+	add(m.MaxProt&platform.ProtRead != 0, "mr")
+	add(m.MaxProt&platform.ProtWrite != 0, "mw")
+	add(m.MaxProt&platform.ProtExec != 0, "me")
+	add(m.Shared, "ms")
+	add(m.GrowsDown, "gd")
+	add(m.Locked, "lo")
+	add(!m.Shared && m.Prot&platform.ProtWrite != 0, "ac")
+	return fl + "\n"
+}
+
+// smaps is /proc/<pid>/smaps: each mapping's line of maps, then its
+// memory in smaps_rollup's terms (no page of a sandbox's process is
+// counted as shared with another, as there), and its flags.
+func smaps(t *kernel.Task) ([]byte, error) {
+	var b strings.Builder
+	for _, m := range t.MM().Maps() {
+		b.WriteString(mapLine(m))
+		size := uint64(m.End - m.Start)
+		var c memCounts
+		c.add(m, t.MM().ResidentSize(m.Start, m.End-m.Start))
+		locked := uint64(0)
+		if m.Locked {
+			locked = size
 		}
-		if m.Prot&platform.ProtExec != 0 {
-			perm[2] = 'x'
-		}
-		if m.Shared {
-			perm[3] = 's'
-		}
-		b.WriteString(mapsLine(m.Start, m.End, string(perm), m.Offset, m.Name))
+		writeMemFields(&b, c, size, locked, false)
+		b.WriteString("THPeligible:    0\n")
+		b.WriteString(vmFlags(m))
 	}
 	return []byte(b.String()), nil
 }
@@ -51,35 +148,12 @@ func smapsRollup(t *kernel.Task) ([]byte, error) {
 	if len(ms) == 0 {
 		return nil, nil
 	}
-	var anon, file, shmem, kernelPages uint64
+	var c memCounts
 	for _, m := range ms {
-		n := t.MM().ResidentSize(m.Start, m.End-m.Start)
-		switch {
-		case m.Name == "[vdso]" || m.Name == "[vvar]" || m.Name == "[vsyscall]":
-			kernelPages += n
-		case strings.HasPrefix(m.Name, "/") && !strings.HasSuffix(m.Name, " (deleted)"):
-			file += n
-		case m.Shared:
-			shmem += n
-		default:
-			anon += n
-		}
+		c.add(m, t.MM().ResidentSize(m.Start, m.End-m.Start))
 	}
-	rss := anon + file + shmem + kernelPages
-	private := rss - kernelPages
 	var b strings.Builder
 	b.WriteString(mapsLine(ms[0].Start, ms[len(ms)-1].End, "---p", 0, "[rollup]"))
-	for _, f := range []struct {
-		name string
-		v    uint64
-	}{
-		{"Rss", rss}, {"Pss", private}, {"Pss_Dirty", anon + shmem}, {"Pss_Anon", anon}, {"Pss_File", file},
-		{"Pss_Shmem", shmem}, {"Shared_Clean", kernelPages}, {"Shared_Dirty", 0}, {"Private_Clean", file},
-		{"Private_Dirty", anon + shmem}, {"Referenced", rss}, {"Anonymous", anon}, {"KSM", 0}, {"LazyFree", 0},
-		{"AnonHugePages", 0}, {"ShmemPmdMapped", 0}, {"FilePmdMapped", 0}, {"Shared_Hugetlb", 0},
-		{"Private_Hugetlb", 0}, {"Swap", 0}, {"SwapPss", 0}, {"Locked", min(t.MM().Usage().Locked, rss)},
-	} {
-		fmt.Fprintf(&b, "%-16s%8d kB\n", f.name+":", f.v/1024)
-	}
+	writeMemFields(&b, c, 0, t.MM().Usage().Locked, true)
 	return []byte(b.String()), nil
 }

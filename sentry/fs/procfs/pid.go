@@ -144,7 +144,7 @@ func (f *fs) taskFiles(p string, get func() (*kernel.Task, error), thread bool) 
 			func(t *kernel.Task) uintptr { return t.MM().Layout.EnvEnd }))),
 		guarded(gen("auxv", memory(func(t *kernel.Task) uintptr { return t.MM().Layout.AuxvStart },
 			func(t *kernel.Task) uintptr { return t.MM().Layout.AuxvEnd }))),
-		gen("maps", maps), gen("smaps_rollup", smapsRollup),
+		gen("maps", maps), gen("smaps", smaps), gen("smaps_rollup", smapsRollup),
 		{"mem", f.memNode(p+"mem", get)},
 		gen("mounts", mounts), gen("mountinfo", mountinfo), gen("limits", limits),
 		gen("cgroup", func(*kernel.Task) ([]byte, error) { return []byte(cgroupLine), nil }),
@@ -162,6 +162,7 @@ func (f *fs) taskFiles(p string, get func() (*kernel.Task, error), thread bool) 
 		}),
 		{"fd", f.owned(f.fdDir(p+"fd", get), get)},
 		{"fdinfo", f.owned(f.fdInfoDir(p+"fdinfo", get), get)},
+		{"map_files", f.owned(f.mapFilesDir(p+"map_files", get), get)},
 		{"ns", f.owned(f.nsDir(p+"ns", get), get)},
 	}
 	return append(cs, f.userNSFiles(p, get)...)

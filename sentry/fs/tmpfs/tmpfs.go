@@ -203,7 +203,8 @@ func (n *inode) Readlink() (string, error) {
 }
 
 // Open implements vfs.Inode. O_TRUNC empties a regular file (and updates
-// its times, even when it was empty).
+// its times, even when it was empty), but a memfd with F_SEAL_SHRINK,
+// which is EPERM.
 func (n *inode) Open(flags int) (vfs.FileImpl, error) {
 	switch n.mode & unix.S_IFMT {
 	case unix.S_IFDIR:
@@ -215,6 +216,9 @@ func (n *inode) Open(flags int) (vfs.FileImpl, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if flags&unix.O_TRUNC != 0 {
+		if err := n.sealedResize(0); err != nil {
+			return nil, err // a memfd sealed against shrinking
+		}
 		t := vfs.RealtimeNow()
 		n.truncateLocked(0)
 		n.mtime, n.ctime = t, t
