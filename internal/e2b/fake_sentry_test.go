@@ -331,6 +331,13 @@ func (f *fakeSentry) stream(conn *control.Conn, req control.Request, data *os.Fi
 	conn.Send(control.Response{})
 }
 
+// listen makes port a listening port of the guest's, joined to addr.
+func (f *fakeSentry) listen(port int, addr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ports[port] = addr
+}
+
 // connect joins the socket an OpConnect brings to the test's listener for
 // the port, as the sentry joins it to a connection inside the sandbox.
 func (f *fakeSentry) connect(conn *control.Conn, req control.Request, files []*os.File) {

@@ -49,7 +49,7 @@ func TestAPortOfASandboxIsReachedThroughTheServerWithTheRequestsHost(t *testing.
 	s := newTestServer(t)
 	sb, f := newFakeSandbox(t)
 	s.sandboxes.add(sb)
-	f.ports[8000] = strings.TrimPrefix(guestEcho(t).URL, "http://")
+	f.listen(8000, strings.TrimPrefix(guestEcho(t).URL, "http://"))
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 
@@ -71,7 +71,7 @@ func TestAPrivateSandboxsPortsWantItsTrafficTokenAndAMaskedHostIsPassed(t *testi
 	sb, f := newFakeSandbox(t)
 	sb.ingress = ingress{token: "tok", hostMask: "localhost:${PORT}"}
 	s.sandboxes.add(sb)
-	f.ports[3000] = strings.TrimPrefix(guestEcho(t).URL, "http://")
+	f.listen(3000, strings.TrimPrefix(guestEcho(t).URL, "http://"))
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 
