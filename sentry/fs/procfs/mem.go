@@ -16,18 +16,28 @@ import (
 // memory the process had at the open: once that is gone (an exec, the
 // exit), reads give 0.
 
+// taskAndOpener are the task get returns and the task opening one of its
+// files; a kernel-side open (no task) is refused, as it cannot be
+// checked.
+func taskAndOpener(c vfs.Context, get func() (*kernel.Task, error)) (t, opener *kernel.Task, err error) {
+	if t, err = get(); err != nil {
+		return nil, nil, err
+	}
+	opener, ok := c.(*kernel.Task)
+	if !ok {
+		return nil, nil, unix.EACCES
+	}
+	return t, opener, nil
+}
+
 // memNode is the mem file of the task get returns.
 func (f *fs) memNode(path string, get func() (*kernel.Task, error)) *node {
 	n := f.file(path, nil)
 	n.mode = unix.S_IFREG | 0o600
 	n.openAs = func(c vfs.Context, flags int) (vfs.FileImpl, error) {
-		t, err := get()
+		t, opener, err := taskAndOpener(c, get)
 		if err != nil {
 			return nil, err
-		}
-		opener, ok := c.(*kernel.Task)
-		if !ok {
-			return nil, unix.EACCES
 		}
 		m := t.MM()
 		if opener.MM() != m && !opener.MayPtrace(t, kernel.PtraceAttachFSCreds) {

@@ -22,13 +22,9 @@ func (f *fs) userNSNode(path string, get func() (*kernel.Task, error),
 	n := f.file(path, nil)
 	n.mode = unix.S_IFREG | 0o644
 	n.openAs = func(c vfs.Context, flags int) (vfs.FileImpl, error) {
-		t, err := get()
+		t, opener, err := taskAndOpener(c, get)
 		if err != nil {
 			return nil, err
-		}
-		opener, ok := c.(*kernel.Task)
-		if !ok {
-			return nil, unix.EACCES
 		}
 		ns := t.Creds().UserNamespace()
 		return &userNSFile{snapshot: snapshot{node: n, data: []byte(text(ns, opener))}, ns: ns,
