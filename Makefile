@@ -44,9 +44,11 @@ RUNTIME ?= moat
 # static conformance programs and workloads, binutils assembles the stub,
 # busybox-static fills test root file systems, runc is the reference;
 # python3 and git are what the demo's and the tests' `moat sandbox` tool
-# calls run from the host's own root, and python3-pytest what the bench's
-# pytest workload runs there (its project's unit test runs it too).
-DEB_PACKAGES := gcc libc6-dev binutils busybox-static runc python3 git python3-pytest
+# calls run from the host's own root, python3-pytest what the bench's
+# pytest workload runs there (its project's unit test runs it too), and
+# bubblewrap what the user-namespace integration test runs unprivileged
+# inside moat sandbox (integration/local_userns_test.go).
+DEB_PACKAGES := gcc libc6-dev binutils busybox-static runc python3 git python3-pytest bubblewrap
 
 .PHONY: all build deps unit race race-integration test demo conformance docs clean engines oci-validation
 
