@@ -153,42 +153,35 @@ func (m idMap) down(id uint32) (uint32, bool) {
 
 // MapUID returns what kernel uid kid is in ns (false: not mapped).
 func (ns *UserNamespace) MapUID(kid uint32) (uint32, bool) {
-	if ns.parent == nil {
-		return kid, kid != noChange
-	}
-	ns.mu.Lock()
-	defer ns.mu.Unlock()
-	return ns.uids.up(kid)
+	return ns.translate(kid, &ns.uids, idMap.up)
 }
 
 // MapGID is MapUID for group ids.
 func (ns *UserNamespace) MapGID(kid uint32) (uint32, bool) {
-	if ns.parent == nil {
-		return kid, kid != noChange
-	}
-	ns.mu.Lock()
-	defer ns.mu.Unlock()
-	return ns.gids.up(kid)
+	return ns.translate(kid, &ns.gids, idMap.up)
 }
 
 // KernelUID returns the kernel uid that ns's uid id is (false: none).
 func (ns *UserNamespace) KernelUID(id uint32) (uint32, bool) {
-	if ns.parent == nil {
-		return id, id != noChange
-	}
-	ns.mu.Lock()
-	defer ns.mu.Unlock()
-	return ns.uids.down(id)
+	return ns.translate(id, &ns.uids, idMap.down)
 }
 
 // KernelGID is KernelUID for group ids.
 func (ns *UserNamespace) KernelGID(id uint32) (uint32, bool) {
+	return ns.translate(id, &ns.gids, idMap.down)
+}
+
+// translate is id through ns's map m (uids or gids, read under ns.mu) in
+// direction way (up: kernel to ns, down: ns to kernel). The first
+// namespace maps every id to itself, with no lock: the path every
+// sandbox without user namespaces takes.
+func (ns *UserNamespace) translate(id uint32, m *idMap, way func(idMap, uint32) (uint32, bool)) (uint32, bool) {
 	if ns.parent == nil {
 		return id, id != noChange
 	}
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	return ns.gids.down(id)
+	return way(*m, id)
 }
 
 // UID is kernel uid kid as ns shows it: the overflow id if unmapped.
