@@ -67,6 +67,9 @@ type Config struct {
 	Upstream netip.AddrPort
 	// Log gets one line for each destination refused.
 	Log func(format string, args ...any)
+	// dial, if set, replaces the host's dialer (tests): set before the
+	// stack starts, so its forwarders never see it change.
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Net is one sandbox's user-space network, running until Close.
@@ -107,8 +110,10 @@ func Start(host *os.File, cfg Config) (*Net, error) {
 	n := &Net{cfg: cfg, file: host, conns: map[net.Conn]struct{}{}}
 	n.allow.Store(cfg.Allow)
 	n.ctx, n.stop = context.WithCancel(context.Background())
-	d := &net.Dialer{}
-	n.dial = d.DialContext
+	n.dial = cfg.dial
+	if n.dial == nil {
+		n.dial = (&net.Dialer{}).DialContext
+	}
 	if err := n.build(); err != nil {
 		n.stop()
 		host.Close()

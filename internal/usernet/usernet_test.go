@@ -76,11 +76,11 @@ func linkNet(t *testing.T, cfg Config, h *hostDials) (*netstack.Stack, *Net) {
 	if !cfg.Upstream.IsValid() {
 		cfg.Upstream = netip.MustParseAddrPort("192.0.2.53:53")
 	}
+	cfg.dial = h.dial
 	n, err := Start(hostEnd, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.dial = h.dial
 	t.Cleanup(n.Close)
 	guest, err := netstack.New()
 	if err != nil {
